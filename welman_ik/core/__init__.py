@@ -1,0 +1,13 @@
+"""The numeric core: pure numpy, never imports bpy.
+
+skeleton: the hinge tree and its kinematics; goals: tasks with residual and Jacobian
+rows; limits: joint bounds; solvers: CCD, Jacobian transpose, SR inverse with task
+priority, all ``solve(problem, q0) -> SolveResult``.
+"""
+
+from .goals import Goal, PositionGoal
+from .problem import Problem, SolveResult
+from .skeleton import Kinematics, Skeleton
+from .solvers import SOLVERS
+
+__all__ = ["Goal", "Kinematics", "PositionGoal", "Problem", "SOLVERS", "Skeleton", "SolveResult"]

@@ -1,0 +1,42 @@
+"""The one interface every goal kind implements."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+
+import numpy as np
+
+from ..skeleton import Kinematics
+
+
+class Goal(ABC):
+    """A task for the solvers: an error vector e(q) and its Jacobian J(q) = -de/dq.
+
+    ``residual`` is "where it should be minus where it is" [m], so that a step
+    dq with J dq = e closes the gap to first order. ``weight`` [cost] sets its importance
+    against goals of the same ``priority``; priority 0 is satisfied first, higher numbers
+    are solved in what freedom is left (Yamane & Nakamura 2003).
+    """
+
+    def __init__(self, weight: float = 1.0, priority: int = 0):
+        if not np.isfinite(weight) or weight < 0.0:
+            raise ValueError(f"goal weight must be finite and >= 0, got {weight}")
+        self.weight = float(weight)
+        self.priority = int(priority)
+
+    @abstractmethod
+    def residual(self, kin: Kinematics) -> np.ndarray:
+        """Error vector e(q), shape (r,) [m]."""
+
+    @abstractmethod
+    def jacobian(self, kin: Kinematics) -> np.ndarray:
+        """Jacobian of the goal's feature with respect to q, shape (r, n)."""
+
+    def error(self, kin: Kinematics) -> float:
+        """Scalar distance from being met [m], compared with the solver's tolerance."""
+        return float(np.linalg.norm(self.residual(kin)))
+
+    @abstractmethod
+    def point_pairs(self, kin: Kinematics) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """For CCD: ``(joints (k,), points (k, 3), targets (k, 3))``, world points riding on
+        ``joints`` that should coincide with ``targets`` (Welman 1993, section 5.4)."""

@@ -1,0 +1,35 @@
+"""Position goal: a point fixed on a bone should be at a world point."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..skeleton import Kinematics
+from .base import Goal
+
+
+class PositionGoal(Goal):
+    """Point ``local`` [m] in the frame of ``joint`` should reach world ``target`` [m].
+
+    e = target - p(q),  J = dp/dq  (3 rows).
+    """
+
+    def __init__(self, joint: int, local, target, weight: float = 1.0, priority: int = 0):
+        super().__init__(weight, priority)
+        self.joint = np.array([int(joint)])
+        self.local = np.asarray(local, dtype=float).reshape(1, 3)
+        self.target = np.asarray(target, dtype=float).reshape(3)
+        if not np.all(np.isfinite(self.target)) or not np.all(np.isfinite(self.local)):
+            raise ValueError("position goal needs a finite target and point")
+
+    def point(self, kin: Kinematics) -> np.ndarray:
+        return kin.points(self.joint, self.local)[0]
+
+    def residual(self, kin: Kinematics) -> np.ndarray:
+        return self.target - self.point(kin)
+
+    def jacobian(self, kin: Kinematics) -> np.ndarray:
+        return kin.point_jacobian(self.joint, kin.points(self.joint, self.local))[0]
+
+    def point_pairs(self, kin: Kinematics):
+        return self.joint, kin.points(self.joint, self.local), self.target[None, :]

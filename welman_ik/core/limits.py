@@ -1,0 +1,23 @@
+"""Per-joint min/max limits [radians or metres]."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .skeleton import Skeleton
+
+
+def clamp_step(skeleton: Skeleton, q: np.ndarray, dq: np.ndarray) -> np.ndarray:
+    """The part of step ``dq`` that keeps ``q + dq`` within the limits."""
+    return np.clip(q + dq, skeleton.lower, skeleton.upper) - q
+
+
+def violating(skeleton: Skeleton, q: np.ndarray, dq: np.ndarray, among: np.ndarray) -> np.ndarray:
+    """(n,) bool: joints of ``among`` that the step would carry past a limit."""
+    q_new = q + dq
+    return among & ((q_new < skeleton.lower) | (q_new > skeleton.upper))
+
+
+def within(skeleton: Skeleton, q: np.ndarray, slack: float = 0.0) -> bool:
+    """True when every joint is within its limits (to ``slack``)."""
+    return bool(np.all(q >= skeleton.lower - slack) and np.all(q <= skeleton.upper + slack))

@@ -1,0 +1,107 @@
+"""One problem description and one result shared by every solver."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import numpy as np
+
+from .goals import Goal
+from .skeleton import Kinematics, Skeleton
+
+
+@dataclass
+class Problem:
+    """What to solve.
+
+    skeleton:   the hinge tree.
+    goals:      the tasks; a goal's ``priority`` orders them (0 first).
+    active:     (n,) bool, the joints the solver may move; None: every joint.
+                Joints with zero mobility never move either way.
+    tolerance:  a goal within this distance [m] is met.
+    max_iterations: iterations (CCD: sweeps) per solve.
+    damping:    the SR-inverse's k, relative to the squared size of the moving tree
+                (so that the solution does not depend on the units).
+    time_budget: seconds; a solve stops early after this (None: no limit).
+    priority_weight: CCD and the Jacobian transpose have no null-space projection, so
+                each lower priority level's weight is scaled by this factor instead.
+    """
+
+    skeleton: Skeleton
+    goals: Sequence[Goal]
+    active: np.ndarray | None = None
+    tolerance: float = 1e-5
+    max_iterations: int = 100
+    damping: float = 1e-3
+    time_budget: float | None = None
+    priority_weight: float = 1e-3
+
+    def movable(self) -> np.ndarray:
+        """(n,) bool: joints that may move in this solve."""
+        sk = self.skeleton
+        movable = sk.mobility > 0.0
+        if self.active is not None:
+            movable &= np.asarray(self.active, dtype=bool)
+        return movable
+
+    def deadline(self) -> float:
+        return np.inf if self.time_budget is None else time.perf_counter() + self.time_budget
+
+    def effective_weights(self) -> np.ndarray:
+        """Goal weights with the priority factor folded in (for solvers without priorities)."""
+        return np.array(
+            [g.weight * self.priority_weight ** g.priority for g in self.goals], dtype=float
+        )
+
+
+@dataclass
+class SolveResult:
+    """q: joint values; iterations done; errors: each goal's distance [m]; converged:
+    True only when every goal is within tolerance."""
+
+    q: np.ndarray
+    iterations: int
+    errors: np.ndarray
+    converged: bool
+    history: list[float] = field(default_factory=list)
+
+    @property
+    def max_error(self) -> float:
+        return float(self.errors.max(initial=0.0))
+
+
+def goal_errors(goals: Sequence[Goal], kin: Kinematics) -> np.ndarray:
+    return np.array([g.error(kin) for g in goals], dtype=float)
+
+
+def finish(problem: Problem, q: np.ndarray, iterations: int, history: list[float]) -> SolveResult:
+    """Evaluate the final pose and package it."""
+    kin = problem.skeleton.forward(q)
+    errors = goal_errors(problem.goals, kin)
+    converged = bool(np.all(errors <= problem.tolerance))
+    return SolveResult(q=q, iterations=iterations, errors=errors, converged=converged, history=history)
+
+
+def check_start(problem: Problem, q0) -> np.ndarray:
+    """The starting configuration, finite and within limits."""
+    q = np.asarray(q0, dtype=float).copy()
+    if q.shape != (problem.skeleton.size,):
+        raise ValueError(f"expected {problem.skeleton.size} joint values, got shape {q.shape}")
+    if not np.all(np.isfinite(q)):
+        raise ValueError("starting joint values contain NaN or infinity")
+    return problem.skeleton.clamp(q)
+
+
+def stacked(goals: Sequence[Goal], kin: Kinematics, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Residuals (r,) and Jacobians (r, n) of ``goals`` stacked, each row times sqrt(weight)."""
+    n = kin.skeleton.size
+    if not goals:
+        return np.zeros(0), np.zeros((0, n))
+    rs, js = [], []
+    for goal, w in zip(goals, weights):
+        s = np.sqrt(w)
+        rs.append(s * goal.residual(kin))
+        js.append(s * goal.jacobian(kin))
+    return np.concatenate(rs), np.vstack(js)

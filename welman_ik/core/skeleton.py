@@ -1,0 +1,167 @@
+"""The hinge tree: single-degree-of-freedom joints, forward kinematics and Jacobian columns.
+
+A ball joint is several hinges at one point (Welman 1993, section 6.1.1); a free
+translation is three prismatic joints. Joint ``i`` carries a frame
+
+    F_i = F_parent(i) @ rest_i @ M_i(q_i)
+
+where ``rest_i`` is a fixed 4x4 transform (offset and orientation relative to the
+parent's frame) and ``M_i`` rotates by ``q_i`` radians about ``axis_i`` (revolute) or
+translates by ``q_i`` metres along it (prismatic). The frame of joint -1 is ``base``,
+any affine 4x4 (an armature object's world matrix, scale included).
+
+Everything is computed over all joints at once, one batched product per tree depth.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+def _skew(v: np.ndarray) -> np.ndarray:
+    """Cross-product matrices of vectors ``v`` (..., 3) -> (..., 3, 3)."""
+    k = np.zeros(v.shape[:-1] + (3, 3))
+    k[..., 0, 1], k[..., 0, 2] = -v[..., 2], v[..., 1]
+    k[..., 1, 0], k[..., 1, 2] = v[..., 2], -v[..., 0]
+    k[..., 2, 0], k[..., 2, 1] = -v[..., 1], v[..., 0]
+    return k
+
+
+def axis_angle_matrices(axis: np.ndarray, angle: np.ndarray) -> np.ndarray:
+    """Rodrigues' formula for unit ``axis`` (n, 3) and ``angle`` (n,) radians -> (n, 3, 3)."""
+    k = _skew(axis)
+    s = np.sin(angle)[:, None, None]
+    c = np.cos(angle)[:, None, None]
+    return np.eye(3) + s * k + (1.0 - c) * (k @ k)
+
+
+@dataclass(frozen=True, eq=False)
+class Skeleton:
+    """A tree of revolute and prismatic joints, parents before children.
+
+    parent:    (n,) int, ``parent[i] < i``; -1 means the base frame.
+    prismatic: (n,) bool, True for a sliding joint [metres], False for a hinge [radians].
+    axis:      (n, 3) unit axis in the joint's own frame.
+    rest:      (n, 4, 4) transform from the parent's frame to this joint's frame at q = 0.
+    lower, upper: (n,) joint limits [radians or metres]; use -inf/inf for none.
+    mobility:  (n,) in [0, 1]: Welman's stiffness factor; 0 freezes the joint, 1 is free.
+               (Blender's ``ik_stiffness`` s maps to mobility 1 - s.)
+    base:      (4, 4) affine frame of the tree's root.
+    """
+
+    parent: np.ndarray
+    prismatic: np.ndarray
+    axis: np.ndarray
+    rest: np.ndarray
+    lower: np.ndarray
+    upper: np.ndarray
+    mobility: np.ndarray
+    base: np.ndarray = field(default_factory=lambda: np.eye(4))
+
+    def __post_init__(self) -> None:
+        n = len(self.parent)
+        parent = np.asarray(self.parent, dtype=np.intp)
+        if np.any(parent >= np.arange(n)) or np.any(parent < -1):
+            raise ValueError("joints must be ordered parents first (parent[i] < i)")
+        axis = np.asarray(self.axis, dtype=float).reshape(n, 3)
+        norms = np.linalg.norm(axis, axis=1)
+        if np.any(norms < 1e-12):
+            raise ValueError("every joint needs a non-zero axis")
+        object.__setattr__(self, "parent", parent)
+        object.__setattr__(self, "prismatic", np.asarray(self.prismatic, dtype=bool).reshape(n))
+        object.__setattr__(self, "axis", axis / norms[:, None])
+        object.__setattr__(self, "rest", np.asarray(self.rest, dtype=float).reshape(n, 4, 4))
+        for name in ("lower", "upper", "mobility"):
+            object.__setattr__(self, name, np.asarray(getattr(self, name), dtype=float).reshape(n))
+        object.__setattr__(self, "base", np.asarray(self.base, dtype=float).reshape(4, 4))
+
+        depth = np.zeros(n, dtype=np.intp)
+        ancestors = np.zeros((n, n), dtype=bool)  # ancestors[i, j]: j is i or above i
+        for i in range(n):
+            p = parent[i]
+            if p >= 0:
+                depth[i] = depth[p] + 1
+                ancestors[i] = ancestors[p]
+            ancestors[i, i] = True
+        levels = [np.flatnonzero(depth == d) for d in range(int(depth.max(initial=-1)) + 1)]
+        object.__setattr__(self, "ancestors", ancestors)
+        object.__setattr__(self, "levels", levels)
+        # Parent index into the frame stack, where slot n holds the base frame.
+        object.__setattr__(self, "_parent_slot", np.where(parent < 0, n, parent))
+
+    @property
+    def size(self) -> int:
+        return len(self.parent)
+
+    def clamp(self, q: np.ndarray) -> np.ndarray:
+        """Joint values clipped to their limits."""
+        return np.clip(q, self.lower, self.upper)
+
+    def forward(self, q: np.ndarray) -> "Kinematics":
+        """Frames of every joint for joint values ``q`` (n,)."""
+        n = self.size
+        q = np.asarray(q, dtype=float)
+        motion = np.tile(np.eye(4), (n, 1, 1))
+        rev = ~self.prismatic
+        motion[rev, :3, :3] = axis_angle_matrices(self.axis[rev], q[rev])
+        motion[self.prismatic, :3, 3] = self.axis[self.prismatic] * q[self.prismatic, None]
+        local = self.rest @ motion
+        frames = np.empty((n + 1, 4, 4))
+        frames[n] = self.base
+        slot = self._parent_slot
+        for level in self.levels:
+            frames[level] = frames[slot[level]] @ local[level]
+        return Kinematics(self, q, frames[:n])
+
+
+class Kinematics:
+    """The skeleton evaluated at one configuration: joint frames and Jacobians of points."""
+
+    def __init__(self, skeleton: Skeleton, q: np.ndarray, frames: np.ndarray):
+        self.skeleton = skeleton
+        self.q = q
+        self.frames = frames  # (n, 4, 4) world frame of each joint after its motion
+        self._axes = None
+        self._linear_inverse = None
+
+    @property
+    def origins(self) -> np.ndarray:
+        """World position of each joint (n, 3)."""
+        return self.frames[:, :3, 3]
+
+    @property
+    def world_axes(self) -> np.ndarray:
+        """Each joint's axis in world space (n, 3); not normalised under a scaled frame."""
+        if self._axes is None:
+            self._axes = np.einsum("nij,nj->ni", self.frames[:, :3, :3], self.skeleton.axis)
+        return self._axes
+
+    def points(self, joints: np.ndarray, local: np.ndarray) -> np.ndarray:
+        """World positions (k, 3) of points ``local`` (k, 3) fixed in the frames of ``joints`` (k,)."""
+        f = self.frames[joints]
+        return np.einsum("kij,kj->ki", f[:, :3, :3], local) + f[:, :3, 3]
+
+    def point_jacobian(self, joints: np.ndarray, points: np.ndarray) -> np.ndarray:
+        """d(point)/dq (k, 3, n) for world ``points`` (k, 3) riding on ``joints`` (k,).
+
+        Revolute column: A (a x A^-1 (p - o)), which is the familiar (A a) x (p - o)
+        when the frame's linear part A is a rotation; prismatic column: A a.
+        """
+        sk = self.skeleton
+        linear = self.frames[:, :3, :3]
+        if self._linear_inverse is None:
+            self._linear_inverse = np.linalg.inv(linear)
+        rel = points[:, None, :] - self.origins[None, :, :]  # (k, n, 3)
+        rel_local = np.einsum("nij,knj->kni", self._linear_inverse, rel)
+        cols = np.einsum("nij,knj->kni", linear, np.cross(sk.axis[None], rel_local))
+        cols[:, sk.prismatic] = self.world_axes[sk.prismatic]
+        cols *= sk.ancestors[joints][:, :, None]
+        return cols.transpose(0, 2, 1)
+
+    def size_scale(self, extra_points: np.ndarray | None = None) -> float:
+        """A characteristic length [m] of the posed tree: the diagonal of its bounding box."""
+        pts = self.origins if extra_points is None else np.vstack([self.origins, extra_points])
+        span = float(np.linalg.norm(pts.max(axis=0) - pts.min(axis=0))) if len(pts) else 0.0
+        return span if span > 1e-12 else 1.0

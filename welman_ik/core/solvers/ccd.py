@@ -1,0 +1,100 @@
+"""Cyclic coordinate descent with several goals (Welman 1993, sections 4.2 and 5.4).
+
+Joints are visited from the leaves to the root. At a revolute joint with world axis a
+at o, each goal distal to it contributes its effector p and target d (relative to o)
+with weight w, and the rotation maximising sum w d . R(phi) p, i.e. minimising the
+weighted squared distance, is
+
+    phi = atan2(k3, k2 - k1),  k1 = sum w (d.a)(p.a),  k2 = sum w d.p,  k3 = a . sum w (p x d).
+
+A prismatic joint steps by the weighted mean of (d - p) . a. Each step is scaled by the
+joint's mobility (Welman's stiffness) and clipped to the limits, so the weighted error
+never grows. The frames proximal to a joint do not change while the sweep works down
+to it, so one forward pass per sweep suffices; effector points are moved along.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+
+from ..problem import Problem, SolveResult, check_start, finish, goal_errors
+
+
+def _pairs(problem: Problem, kin, weights):
+    joints, points, targets, w = [], [], [], []
+    for goal, weight in zip(problem.goals, weights):
+        j, p, t = goal.point_pairs(kin)
+        joints.append(j)
+        points.append(p)
+        targets.append(t)
+        w.append(np.full(len(j), weight))
+    if not joints:
+        return np.zeros(0, dtype=np.intp), np.zeros((0, 3)), np.zeros((0, 3)), np.zeros(0)
+    return np.concatenate(joints), np.vstack(points), np.vstack(targets), np.concatenate(w)
+
+
+def weighted_cost(points: np.ndarray, targets: np.ndarray, w: np.ndarray) -> float:
+    return float(np.sum(w * np.sum((targets - points) ** 2, axis=1)))
+
+
+def solve(problem: Problem, q0) -> SolveResult:
+    sk = problem.skeleton
+    q = check_start(problem, q0)
+    deadline = problem.deadline()
+    weights = problem.effective_weights()
+    order = np.flatnonzero(problem.movable())[::-1]
+    history: list[float] = []
+    sweeps = 0
+    previous_cost = math.inf
+    for _ in range(problem.max_iterations):
+        kin = sk.forward(q)
+        errors = goal_errors(problem.goals, kin)
+        history.append(float(errors.max(initial=0.0)))
+        if np.all(errors <= problem.tolerance) or time.perf_counter() > deadline:
+            break
+        joints, points, targets, w = _pairs(problem, kin, weights)
+        cost = weighted_cost(points, targets, w)
+        if cost >= previous_cost * (1.0 - 1e-12):
+            break  # a fixed point: further sweeps change nothing
+        previous_cost = cost
+        distal = sk.ancestors[joints]  # (k, n): pair k moves with joint j
+        origins = kin.origins
+        linear = kin.frames[:, :3, :3]
+        world_axes = kin.world_axes
+        for j in order:
+            sel = distal[:, j]
+            if not sel.any():
+                continue
+            o = origins[j]
+            p = points[sel] - o
+            d = targets[sel] - o
+            ww = w[sel]
+            if sk.prismatic[j]:
+                v = world_axes[j]
+                step = float(ww @ ((d - p) @ v)) / (float(ww.sum()) * float(v @ v))
+            else:
+                a = world_axes[j] / np.linalg.norm(world_axes[j])
+                pa, da = p @ a, d @ a
+                k1 = float(ww @ (da * pa))
+                k2 = float(ww @ np.einsum("ij,ij->i", d, p))
+                k3 = float(a @ (ww @ np.cross(p, d)))
+                step = math.atan2(k3, k2 - k1)
+            step *= sk.mobility[j]
+            new = min(max(q[j] + step, sk.lower[j]), sk.upper[j])
+            step = new - q[j]
+            if step == 0.0:
+                continue
+            q[j] = new
+            if sk.prismatic[j]:
+                points[sel] += step * world_axes[j]
+            else:
+                sign = 1.0 if np.linalg.det(linear[j]) > 0 else -1.0
+                c, s = math.cos(sign * step), math.sin(sign * step)
+                pa = (p @ a)[:, None]
+                rotated = p * c + np.cross(a, p) * s + a * pa * (1.0 - c)
+                points[sel] = o + rotated
+        sweeps += 1
+    return finish(problem, q, sweeps, history)
