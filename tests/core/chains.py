@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import replace
+
 import numpy as np
 
-from welman_ik.core import Skeleton
+from welman_ik.core import Problem, Skeleton
+from welman_ik.core.skeleton import axis_angle_matrices
+from welman_ik.core.solvers.ccd import _pairs, weighted_cost
 
 
 def translation(v) -> np.ndarray:
@@ -34,3 +39,78 @@ def planar_chain(n: int, length: float = 1.0, scale: float = 1.0, **kw) -> Skele
 
 def tip_local(length: float = 1.0, scale: float = 1.0) -> np.ndarray:
     return np.array([scale * length, 0.0, 0.0])
+
+
+def with_base(skeleton: Skeleton, base: np.ndarray) -> Skeleton:
+    """The same tree hung from another base frame."""
+    return replace(skeleton, base=np.asarray(base, dtype=float))
+
+
+def with_mobility(skeleton: Skeleton, mobility: Sequence[float]) -> Skeleton:
+    """The same tree with other mobilities (Welman's stiffness factors)."""
+    return replace(skeleton, mobility=np.asarray(mobility, dtype=float))
+
+
+def rotation(axis, angle: float) -> np.ndarray:
+    """3x3 rotation by ``angle`` radians about ``axis`` (any length)."""
+    a = np.asarray(axis, dtype=float)
+    return axis_angle_matrices((a / np.linalg.norm(a))[None], np.array([angle]))[0]
+
+
+def random_rotation(rng: np.random.Generator) -> np.ndarray:
+    """A random proper 3x3 rotation (QR of a Gaussian matrix, sign-fixed)."""
+    q, r = np.linalg.qr(rng.normal(size=(3, 3)))
+    q = q * np.sign(np.diag(r))
+    if np.linalg.det(q) < 0:
+        q[:, 0] = -q[:, 0]
+    return q
+
+
+def random_tree(
+    rng: np.random.Generator,
+    n: int,
+    p_prismatic: float = 0.3,
+    base: np.ndarray | None = None,
+) -> Skeleton:
+    """A random tree: random parents (parent[i] < i), hinge or slider joints with random
+    axes, rest transforms with random rotations and offsets, no limits, full mobility."""
+    parent = np.array([rng.integers(-1, i) for i in range(n)])
+    rest = np.stack([np.eye(4)] * n)
+    for i in range(n):
+        rest[i, :3, :3] = random_rotation(rng)
+        rest[i, :3, 3] = rng.uniform(-1.0, 1.0, 3)
+    return Skeleton(
+        parent=parent,
+        prismatic=rng.random(n) < p_prismatic,
+        axis=rng.normal(size=(n, 3)),
+        rest=rest,
+        lower=np.full(n, -np.inf),
+        upper=np.full(n, np.inf),
+        mobility=np.ones(n),
+        base=np.eye(4) if base is None else base,
+    )
+
+
+def affine_base(rng: np.random.Generator) -> np.ndarray:
+    """A random affine frame with non-uniform scale and shear (det > 0)."""
+    m = np.eye(4)
+    scale = np.diag(rng.uniform(0.5, 2.0, 3))
+    shear = np.eye(3)
+    shear[0, 1], shear[1, 2] = rng.uniform(-0.5, 0.5, 2)
+    m[:3, :3] = random_rotation(rng) @ shear @ scale
+    m[:3, 3] = rng.uniform(-2.0, 2.0, 3)
+    return m
+
+
+def weighted_error(problem: Problem, q: np.ndarray) -> float:
+    """The weighted squared error the CCD and Jacobian-transpose solvers descend:
+    sum over goals of effective weight times squared distance."""
+    kin = problem.skeleton.forward(q)
+    _, points, targets, w = _pairs(problem, kin, problem.effective_weights())
+    return weighted_cost(points, targets, w)
+
+
+def tip_position(skeleton: Skeleton, q: np.ndarray, joint: int, local) -> np.ndarray:
+    """World position of point ``local`` on ``joint`` at configuration ``q``."""
+    kin = skeleton.forward(q)
+    return kin.points(np.array([joint]), np.asarray(local, dtype=float).reshape(1, 3))[0]

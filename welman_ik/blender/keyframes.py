@@ -1,0 +1,60 @@
+"""Keyframes behind one helper, whatever the animation API of the running Blender.
+
+Blender 4.4 introduced layered actions with slots and channelbags; 5.0 removed
+``Action.fcurves``. Everything that reads or writes keys goes through here.
+"""
+
+from __future__ import annotations
+
+ROTATION_PATHS = {
+    "QUATERNION": "rotation_quaternion",
+    "AXIS_ANGLE": "rotation_axis_angle",
+}
+
+
+def rotation_path(pose_bone) -> str:
+    return ROTATION_PATHS.get(pose_bone.rotation_mode, "rotation_euler")
+
+
+def should_key(mode: str, scene) -> bool:
+    """The ``keyframes`` setting: 'ALWAYS', 'AUTOKEY' (Blender's auto-keying), 'NEVER'."""
+    if mode == "ALWAYS":
+        return True
+    if mode == "AUTOKEY":
+        return bool(scene.tool_settings.use_keyframe_insert_auto)
+    return False
+
+
+def key_bones(obj, names, frame: float, with_location=()) -> int:
+    """Key the rotation (and, for bones in ``with_location``, location) of pose bones at
+    ``frame``, in channel groups named after each bone, as Blender's own keying does.
+    Returns the number of channels keyed."""
+    count = 0
+    for name in names:
+        pb = obj.pose.bones[name]
+        paths = [rotation_path(pb)] + (["location"] if name in with_location else [])
+        for path in paths:
+            pb.keyframe_insert(path, frame=frame, group=name)
+            count += 1
+    return count
+
+
+def action_fcurves(obj) -> list:
+    """The F-curves of the object's assigned action (its slot's channelbag in 4.4+)."""
+    ad = obj.animation_data
+    if ad is None or ad.action is None:
+        return []
+    action = ad.action
+    slot = getattr(ad, "action_slot", None)
+    if hasattr(action, "layers") and slot is not None:
+        from bpy_extras import anim_utils
+
+        bag = anim_utils.action_get_channelbag_for_slot(action, slot)
+        return list(bag.fcurves) if bag is not None else []
+    return list(action.fcurves)
+
+
+def bone_fcurves(obj, bone_name: str) -> list:
+    """F-curves that animate one pose bone."""
+    prefix = f'pose.bones["{bone_name}"].'
+    return [fc for fc in action_fcurves(obj) if fc.data_path.startswith(prefix)]

@@ -1,0 +1,180 @@
+"""The scripting surface: pin, unpin, clear_pins, lock, unlock, drag."""
+
+from __future__ import annotations
+
+import bpy
+from bpy.props import EnumProperty, FloatProperty, FloatVectorProperty, StringProperty
+
+from . import solve
+from .properties import PIN_KINDS
+from .rig import RigError
+
+
+def armature_poll(cls, context) -> bool:
+    obj = context.object
+    if obj is None or obj.type != "ARMATURE":
+        cls.poll_message_set("The active object is not an armature")
+        return False
+    if obj.mode == "EDIT":
+        cls.poll_message_set("Leave edit mode: Welman IK works on the pose")
+        return False
+    return True
+
+
+def selected_pose_bones(obj) -> list:
+    return [pb for pb in obj.pose.bones if pb.bone.select and not pb.bone.hide]
+
+
+class ArmatureOperator:
+    bl_options = {"REGISTER", "UNDO"}
+
+    @classmethod
+    def poll(cls, context):
+        return armature_poll(cls, context)
+
+
+class SelectionOperator(ArmatureOperator):
+    """An operator on the selected pose bones."""
+
+    def selection(self, context):
+        bones = selected_pose_bones(context.object)
+        if not bones:
+            self.report({"ERROR"}, "Select one or more pose bones first")
+        return bones
+
+
+class WELMAN_IK_OT_pin(SelectionOperator, bpy.types.Operator):
+    """Pin each selected bone where it is now"""
+
+    bl_idname = "welman_ik.pin"
+    bl_label = "Pin"
+
+    kind: EnumProperty(name="Kind", items=PIN_KINDS, default="POSITION")
+    anchor: FloatProperty(name="Anchor", min=0.0, max=1.0, default=1.0, subtype="FACTOR",
+                          description="The held point along the bone: 0 head, 1 tail")
+    weight: FloatProperty(name="Weight", min=0.0, default=1.0, soft_max=10.0)
+
+    def execute(self, context):
+        obj = context.object
+        bones = self.selection(context)
+        if not bones:
+            return {"CANCELLED"}
+        context.view_layer.update()
+        pins = obj.welman_ik.pins
+        for pb in bones:
+            pin = next((p for p in pins if p.bone == pb.name and p.kind == self.kind), None)
+            if pin is None:
+                pin = pins.add()
+                pin.bone = pb.name
+                pin.kind = self.kind
+            pin.anchor = self.anchor
+            pin.weight = self.weight
+            pin.enabled = True
+            pin.location = solve.anchor_world(obj, pb, self.anchor)
+            pin.rotation = (obj.matrix_world @ pb.matrix).to_quaternion()
+        obj.welman_ik.active_pin_index = len(pins) - 1
+        self.report({"INFO"}, f"Pinned {len(bones)} bone(s)")
+        return {"FINISHED"}
+
+
+class WELMAN_IK_OT_unpin(SelectionOperator, bpy.types.Operator):
+    """Remove the pins of the selected bones"""
+
+    bl_idname = "welman_ik.unpin"
+    bl_label = "Unpin"
+
+    def execute(self, context):
+        bones = self.selection(context)
+        if not bones:
+            return {"CANCELLED"}
+        names = {pb.name for pb in bones}
+        settings = context.object.welman_ik
+        for i in reversed(range(len(settings.pins))):
+            if settings.pins[i].bone in names:
+                settings.pins.remove(i)
+        settings.active_pin_index = min(settings.active_pin_index, max(len(settings.pins) - 1, 0))
+        return {"FINISHED"}
+
+
+class WELMAN_IK_OT_clear_pins(ArmatureOperator, bpy.types.Operator):
+    """Remove every pin of the armature"""
+
+    bl_idname = "welman_ik.clear_pins"
+    bl_label = "Clear Pins"
+
+    def execute(self, context):
+        settings = context.object.welman_ik
+        settings.pins.clear()
+        settings.active_pin_index = 0
+        return {"FINISHED"}
+
+
+class LockOperator(SelectionOperator):
+    value = True
+
+    def execute(self, context):
+        bones = self.selection(context)
+        if not bones:
+            return {"CANCELLED"}
+        for pb in bones:
+            pb.lock_ik_x = pb.lock_ik_y = pb.lock_ik_z = self.value
+        return {"FINISHED"}
+
+
+class WELMAN_IK_OT_lock(LockOperator, bpy.types.Operator):
+    """Freeze the selected bones for the solver (sets Blender's IK locks)"""
+
+    bl_idname = "welman_ik.lock"
+    bl_label = "Lock"
+    value = True
+
+
+class WELMAN_IK_OT_unlock(LockOperator, bpy.types.Operator):
+    """Free the selected bones for the solver (clears Blender's IK locks)"""
+
+    bl_idname = "welman_ik.unlock"
+    bl_label = "Unlock"
+    value = False
+
+
+class WELMAN_IK_OT_drag(ArmatureOperator, bpy.types.Operator):
+    """Move a bone's anchor point to a world-space target with every pin, lock and limit in force"""
+
+    bl_idname = "welman_ik.drag"
+    bl_label = "Drag"
+
+    bone: StringProperty(name="Bone", description="Pose bone to move (empty: the active bone)")
+    target: FloatVectorProperty(name="Target", size=3, subtype="TRANSLATION", unit="LENGTH",
+                                description="World-space goal for the anchor point")
+    anchor: FloatProperty(name="Anchor", min=0.0, max=1.0, default=1.0, subtype="FACTOR",
+                          description="The dragged point along the bone: 0 head, 1 tail")
+
+    def execute(self, context):
+        obj = context.object
+        bone = self.bone
+        if not bone:
+            active = context.active_pose_bone
+            if active is None:
+                self.report({"ERROR"}, "No bone given and no active pose bone")
+                return {"CANCELLED"}
+            bone = active.name
+        try:
+            figures = solve.drag(context, obj, bone, tuple(self.target), self.anchor)
+        except RigError as error:
+            self.report({"ERROR"}, str(error))
+            return {"CANCELLED"}
+        r = figures.result
+        text = (f"{obj.welman_ik.solver}: {r.iterations} iterations, drag error {figures.drag_error:.2e} m, "
+                f"largest pin error {figures.max_pin_error:.2e} m, {figures.milliseconds:.1f} ms")
+        self.report({"INFO"} if r.converged else {"WARNING"}, text if r.converged else "Not converged: " + text)
+        return {"FINISHED"}
+
+
+CLASSES = (
+    WELMAN_IK_OT_pin,
+    WELMAN_IK_OT_unpin,
+    WELMAN_IK_OT_clear_pins,
+    WELMAN_IK_OT_lock,
+    WELMAN_IK_OT_unlock,
+    WELMAN_IK_OT_drag,
+)

@@ -1,0 +1,84 @@
+"""The "Welman IK" tab of the 3D view sidebar."""
+
+from __future__ import annotations
+
+import bpy
+
+
+class SidebarPanel:
+    bl_space_type = "VIEW_3D"
+    bl_region_type = "UI"
+    bl_category = "Welman IK"
+
+    @classmethod
+    def poll(cls, context):
+        obj = context.object
+        return obj is not None and obj.type == "ARMATURE"
+
+
+class WELMAN_IK_UL_pins(bpy.types.UIList):
+    def draw_item(self, context, layout, data, item, icon, active_data, active_propname, index):
+        row = layout.row(align=True)
+        row.prop(item, "enabled", text="")
+        row.label(text=item.bone, icon="PINNED" if item.enabled else "UNPINNED")
+        row.prop(item, "weight", text="", emboss=False)
+
+
+class WELMAN_IK_PT_main(SidebarPanel, bpy.types.Panel):
+    bl_label = "Welman IK"
+
+    def draw(self, context):
+        layout = self.layout
+        settings = context.object.welman_ik
+        layout.use_property_split = True
+        layout.prop(settings, "solver")
+        col = layout.column(align=True)
+        col.prop(settings, "max_iterations")
+        col.prop(settings, "tolerance")
+        if settings.solver == "SR_INVERSE":
+            col.prop(settings, "damping")
+        layout.prop(settings, "pins_first")
+        layout.prop(settings, "chain_length")
+        layout.prop(settings, "keyframes")
+
+
+class WELMAN_IK_PT_pins(SidebarPanel, bpy.types.Panel):
+    bl_label = "Pins"
+    bl_parent_id = "WELMAN_IK_PT_main"
+
+    def draw(self, context):
+        layout = self.layout
+        settings = context.object.welman_ik
+        row = layout.row(align=True)
+        row.operator("welman_ik.pin", icon="PINNED")
+        row.operator("welman_ik.unpin", icon="UNPINNED")
+        row.operator("welman_ik.clear_pins", icon="X", text="Clear")
+        row = layout.row(align=True)
+        row.operator("welman_ik.lock", icon="LOCKED")
+        row.operator("welman_ik.unlock", icon="UNLOCKED")
+        layout.template_list("WELMAN_IK_UL_pins", "", settings, "pins", settings, "active_pin_index", rows=3)
+        if 0 <= settings.active_pin_index < len(settings.pins):
+            pin = settings.pins[settings.active_pin_index]
+            col = layout.column()
+            col.use_property_split = True
+            col.prop(pin, "kind")
+            col.prop(pin, "anchor")
+            col.prop(pin, "location")
+
+
+class WELMAN_IK_PT_last_solve(SidebarPanel, bpy.types.Panel):
+    bl_label = "Last Solve"
+    bl_parent_id = "WELMAN_IK_PT_main"
+
+    def draw(self, context):
+        last = context.object.welman_ik.last_solve
+        col = self.layout.column(align=True)
+        col.label(text=f"Iterations: {last.iterations}")
+        col.label(text=f"Drag error: {last.drag_error * 1000:.3f} mm")
+        col.label(text=f"Largest pin error: {last.max_pin_error * 1000:.3f} mm")
+        col.label(text=f"Time: {last.milliseconds:.2f} ms")
+        col.label(text="Converged" if last.converged else "Not converged",
+                  icon="CHECKMARK" if last.converged else "ERROR")
+
+
+CLASSES = (WELMAN_IK_UL_pins, WELMAN_IK_PT_main, WELMAN_IK_PT_pins, WELMAN_IK_PT_last_solve)

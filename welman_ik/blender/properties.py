@@ -1,0 +1,125 @@
+"""Settings and pins, stored on the armature object and saved in the .blend."""
+
+from __future__ import annotations
+
+import bpy
+from bpy.props import (
+    BoolProperty,
+    BoolVectorProperty,
+    CollectionProperty,
+    EnumProperty,
+    FloatProperty,
+    FloatVectorProperty,
+    IntProperty,
+    PointerProperty,
+    StringProperty,
+)
+
+SOLVER_ITEMS = [
+    ("CCD", "CCD", "Cyclic coordinate descent (Welman 1993): fast per sweep, robust, converges slowly"),
+    ("JACOBIAN_TRANSPOSE", "Jacobian Transpose", "Gradient descent (Welman 1993): simple, slow near singularities"),
+    ("SR_INVERSE", "SR Inverse", "Singularity-robust inverse with task priority (Yamane & Nakamura 2003)"),
+]
+
+PIN_KINDS = [
+    ("POSITION", "Position", "Hold a point along the bone at a place in the world"),
+]
+
+KEYFRAME_ITEMS = [
+    ("ALWAYS", "Always", "Key every solved pose"),
+    ("AUTOKEY", "Auto Keying", "Key only when Blender's auto-keying is on"),
+    ("NEVER", "Never", "Never key"),
+]
+
+
+class WELMAN_IK_Pin(bpy.types.PropertyGroup):
+    bone: StringProperty(name="Bone", description="Pose bone name")
+    kind: EnumProperty(name="Kind", items=PIN_KINDS, default="POSITION", description="What is held")
+    anchor: FloatProperty(
+        name="Anchor", min=0.0, max=1.0, default=1.0, subtype="FACTOR",
+        description="The held point along the bone: 0 head, 1 tail",
+    )
+    location: FloatVectorProperty(
+        name="Location", size=3, subtype="TRANSLATION", unit="LENGTH",
+        description="World-space goal point",
+    )
+    rotation: FloatVectorProperty(
+        name="Rotation", size=4, subtype="QUATERNION", default=(1.0, 0.0, 0.0, 0.0),
+        description="World-space goal orientation (w, x, y, z)",
+    )
+    axes: BoolVectorProperty(
+        name="Axes", size=3, default=(True, True, True), subtype="XYZ",
+        description="Which of the bone's own axes an orientation pin holds",
+    )
+    direction: FloatVectorProperty(
+        name="Direction", size=3, subtype="DIRECTION", default=(0.0, 0.0, 1.0),
+        description="Line direction or plane normal, world space",
+    )
+    radius: FloatProperty(name="Radius", min=0.0, default=0.1, unit="LENGTH", description="Region radius")
+    weight: FloatProperty(name="Weight", min=0.0, default=1.0, soft_max=10.0, description="Importance against other pins")
+    enabled: BoolProperty(name="Enabled", default=True, description="A disabled pin is kept but ignored")
+
+
+def _reader(key: str, default):
+    return lambda self: self.get(key, default)
+
+
+class WELMAN_IK_LastSolve(bpy.types.PropertyGroup):
+    """Figures of the last solve (read-only; written by the add-on)."""
+
+    iterations: IntProperty(name="Iterations", get=_reader("_iterations", 0))
+    drag_error: FloatProperty(name="Drag Error", unit="LENGTH", precision=6, get=_reader("_drag_error", 0.0))
+    max_pin_error: FloatProperty(name="Max Pin Error", unit="LENGTH", precision=6, get=_reader("_max_pin_error", 0.0))
+    milliseconds: FloatProperty(name="Milliseconds", precision=2, get=_reader("_milliseconds", 0.0))
+    converged: BoolProperty(name="Converged", get=_reader("_converged", False))
+
+    def record(self, iterations: int, drag_error: float, max_pin_error: float, milliseconds: float, converged: bool):
+        self["_iterations"] = int(iterations)
+        self["_drag_error"] = float(drag_error)
+        self["_max_pin_error"] = float(max_pin_error)
+        self["_milliseconds"] = float(milliseconds)
+        self["_converged"] = bool(converged)
+
+
+class WELMAN_IK_Settings(bpy.types.PropertyGroup):
+    solver: EnumProperty(name="Solver", items=SOLVER_ITEMS, default="SR_INVERSE", description="The IK algorithm")
+    max_iterations: IntProperty(
+        name="Max Iterations", min=1, soft_max=1000, default=100,
+        description="Iterations per solve (per mouse event while dragging)",
+    )
+    tolerance: FloatProperty(
+        name="Tolerance", min=1e-9, soft_max=0.01, default=1e-5, precision=6, unit="LENGTH",
+        description="A goal within this distance is met",
+    )
+    damping: FloatProperty(
+        name="Damping", min=0.0, soft_max=1.0, default=1e-3, precision=5,
+        description="The SR inverse's k, relative to the squared size of the moving body",
+    )
+    pins_first: BoolProperty(
+        name="Pins First", default=True,
+        description="On conflict, pins hold and the dragged bone stops at the closest reachable point; "
+        "off: the drag wins and pins yield",
+    )
+    chain_length: IntProperty(
+        name="Chain Length", min=0, soft_max=20, default=0,
+        description="0: the whole body moves; N: only the dragged bone and its N - 1 nearest ancestors move",
+    )
+    keyframes: EnumProperty(name="Keyframes", items=KEYFRAME_ITEMS, default="ALWAYS", description="When a solved pose is keyed")
+    pins: CollectionProperty(type=WELMAN_IK_Pin)
+    active_pin_index: IntProperty(name="Active Pin", default=0)
+    last_solve: PointerProperty(type=WELMAN_IK_LastSolve)
+
+
+CLASSES = (WELMAN_IK_Pin, WELMAN_IK_LastSolve, WELMAN_IK_Settings)
+
+
+def register() -> None:
+    for cls in CLASSES:
+        bpy.utils.register_class(cls)
+    bpy.types.Object.welman_ik = PointerProperty(type=WELMAN_IK_Settings)
+
+
+def unregister() -> None:
+    del bpy.types.Object.welman_ik
+    for cls in reversed(CLASSES):
+        bpy.utils.unregister_class(cls)

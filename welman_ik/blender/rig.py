@@ -1,0 +1,244 @@
+"""Armature to hinge tree and back.
+
+Each participating pose bone becomes three hinges at its head, one per Euler angle of
+its rotation relative to rest (the bone's own Euler order, or ``HINGE_ORDER`` for
+quaternion and axis-angle bones), so Blender's per-axis IK locks, limits and stiffness
+map onto single joints. The root bone's location channels become three sliding joints
+along its rest axes. Bones and axes the solver must not move stay in the tree as frozen
+joints, which keeps every bone's frame (and every pin) exact.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from mathutils import Euler, Matrix, Quaternion, Vector
+
+from ..core import Skeleton
+
+HINGE_ORDER = "XYZ"  # Euler order used to split quaternion and axis-angle rotations
+AXES = "XYZ"
+EULER_ORDERS = {"XYZ", "XZY", "YXZ", "YZX", "ZXY", "ZYX"}
+
+
+class RigError(ValueError):
+    """A rig the solver cannot take, with a message for the user."""
+
+
+def bone_order(pose_bone) -> str:
+    mode = pose_bone.rotation_mode
+    return mode if mode in EULER_ORDERS else HINGE_ORDER
+
+
+def bone_quaternion(pose_bone) -> Quaternion:
+    mode = pose_bone.rotation_mode
+    if mode == "QUATERNION":
+        return pose_bone.rotation_quaternion.normalized()
+    if mode == "AXIS_ANGLE":
+        angle, *axis = pose_bone.rotation_axis_angle
+        return Quaternion(Vector(axis).normalized() if Vector(axis).length > 0 else Vector((0, 1, 0)), angle)
+    return pose_bone.rotation_euler.to_quaternion()
+
+
+def bone_euler(pose_bone) -> Euler:
+    """The bone's rotation as Euler angles in its hinge order."""
+    if pose_bone.rotation_mode in EULER_ORDERS:
+        return pose_bone.rotation_euler.copy()
+    return bone_quaternion(pose_bone).to_euler(HINGE_ORDER)
+
+
+def _np(m: Matrix) -> np.ndarray:
+    return np.array(m, dtype=float)
+
+
+def chain_to_root(pose_bone) -> list:
+    chain = []
+    while pose_bone is not None:
+        chain.append(pose_bone)
+        pose_bone = pose_bone.parent
+    return chain
+
+
+@dataclass
+class BoneJoints:
+    """Where one pose bone lives in the hinge tree."""
+
+    name: str
+    hinges: dict  # axis letter -> joint index
+    slides: dict  # axis letter -> joint index (root location), may be empty
+    frame_joint: int  # the joint whose frame carries the bone (its innermost hinge)
+    scale: np.ndarray  # (3,) pose scale applied after the rotation
+    length: float
+    order: str
+
+
+class RigModel:
+    """The hinge tree of the bones that take part in one solve, and the way back."""
+
+    def __init__(self, obj, bone_names, movable_names=None):
+        """``bone_names``: pinned and dragged bones; every bone between them and their root
+        takes part. ``movable_names``: the bones the solver may move (None: all of them)."""
+        if obj is None or obj.type != "ARMATURE":
+            raise RigError("The active object is not an armature")
+        pose_bones = obj.pose.bones
+        missing = [n for n in bone_names if n not in pose_bones]
+        if missing:
+            raise RigError(f"Bone '{missing[0]}' does not exist in armature '{obj.name}'")
+        wanted = set()
+        for name in bone_names:
+            wanted.update(pb.name for pb in chain_to_root(pose_bones[name]))
+        # Parents first: sort by depth, then by name for stable joint numbering.
+        ordered = sorted(wanted, key=lambda n: (len(chain_to_root(pose_bones[n])), n))
+        world = _np(obj.matrix_world)
+        if not np.all(np.isfinite(world)) or abs(np.linalg.det(world[:3, :3])) < 1e-12:
+            raise RigError(f"Armature '{obj.name}' has a degenerate transform (zero scale?)")
+
+        parent, prismatic, axis, rest, lower, upper, mobility, q0 = [], [], [], [], [], [], [], []
+        self.bones: dict[str, BoneJoints] = {}
+        movable_set = None if movable_names is None else set(movable_names)
+
+        def add(p, is_slide, ax, rest_m, lo, hi, mob, value):
+            parent.append(p)
+            prismatic.append(is_slide)
+            axis.append(ax)
+            rest.append(rest_m)
+            lower.append(lo)
+            upper.append(hi)
+            mobility.append(mob)
+            q0.append(value)
+            return len(parent) - 1
+
+        for name in ordered:
+            pb = pose_bones[name]
+            bone = pb.bone
+            if bone.length < 1e-9:
+                raise RigError(f"Bone '{name}' has zero length; it cannot be solved")
+            moves = movable_set is None or name in movable_set
+            scale = np.array(pb.scale, dtype=float)
+            if pb.parent is None:
+                parent_joint = -1
+                rel = _np(bone.matrix_local)
+            else:
+                up = self.bones[pb.parent.name]
+                parent_joint = up.frame_joint
+                rel = np.diag([*up.scale, 1.0]) @ _np(pb.parent.bone.matrix_local.inverted() @ bone.matrix_local)
+            slides = {}
+            if pb.parent is None:
+                for i, letter in enumerate(AXES):
+                    free = moves and not pb.lock_location[i]
+                    ax = np.zeros(3)
+                    ax[i] = 1.0
+                    j = add(parent_joint, True, ax, rel if i == 0 else np.eye(4), -np.inf, np.inf,
+                            1.0 if free else 0.0, float(pb.location[i]))
+                    slides[letter] = j
+                    parent_joint = j
+                rel = np.eye(4)
+            else:
+                loc = np.eye(4)
+                loc[:3, 3] = np.array(pb.location, dtype=float)
+                rel = rel @ loc
+            order = bone_order(pb)
+            euler = bone_euler(pb)
+            hinges = {}
+            for k, letter in enumerate(reversed(order)):  # Euler 'XYZ' is Rz @ Ry @ Rx
+                i = AXES.index(letter)
+                locked = pb.lock_rotation[i] or getattr(pb, f"lock_ik_{letter.lower()}")
+                limited = getattr(pb, f"use_ik_limit_{letter.lower()}")
+                lo = getattr(pb, f"ik_min_{letter.lower()}") if limited else -np.inf
+                hi = getattr(pb, f"ik_max_{letter.lower()}") if limited else np.inf
+                stiffness = getattr(pb, f"ik_stiffness_{letter.lower()}")
+                mob = 0.0 if (locked or not moves) else float(np.clip(1.0 - stiffness, 0.0, 1.0))
+                ax = np.zeros(3)
+                ax[i] = 1.0
+                j = add(parent_joint, False, ax, rel if k == 0 else np.eye(4), lo, hi, mob, float(euler[i]))
+                hinges[letter] = j
+                parent_joint = j
+            self.bones[name] = BoneJoints(name, hinges, slides, parent_joint, scale, bone.length, order)
+
+        self.object = obj
+        self.q0 = np.array(q0, dtype=float)
+        self.skeleton = Skeleton(
+            parent=np.array(parent), prismatic=np.array(prismatic), axis=np.array(axis),
+            rest=np.array(rest), lower=np.array(lower), upper=np.array(upper),
+            mobility=np.array(mobility), base=world,
+        )
+
+    # -- goals ---------------------------------------------------------------------
+
+    def anchor_local(self, name: str, anchor: float) -> tuple[int, np.ndarray]:
+        """(joint, point in its frame) of the point ``anchor`` (0 head, 1 tail) along a bone."""
+        b = self.bones[name]
+        return b.frame_joint, b.scale * np.array([0.0, anchor * b.length, 0.0])
+
+    def moves_point(self, name: str) -> bool:
+        """True when some joint that may move carries this bone."""
+        sk = self.skeleton
+        joint = self.bones[name].frame_joint
+        return bool(np.any(sk.ancestors[joint] & (sk.mobility > 0.0)))
+
+    def bone_matrices(self, q: np.ndarray) -> dict:
+        """World matrix of each bone (with pose scale) for joint values q, as numpy 4x4."""
+        frames = self.skeleton.forward(q).frames
+        return {n: frames[b.frame_joint] @ np.diag([*b.scale, 1.0]) for n, b in self.bones.items()}
+
+    def mismatch(self) -> tuple[str, float]:
+        """The bone whose evaluated matrix differs most from this model at q0, and by how much
+        [m]: constraints, drivers or inheritance settings the model does not follow."""
+        worst, name = 0.0, ""
+        world = _np(self.object.matrix_world)
+        mine = self.bone_matrices(self.q0)
+        for n, m in mine.items():
+            pb = self.object.pose.bones[n]
+            theirs = world @ _np(pb.matrix)
+            tail_mine = m @ np.array([0.0, self.bones[n].length, 0.0, 1.0])
+            tail_theirs = theirs @ np.array([0.0, self.bones[n].length, 0.0, 1.0])
+            err = max(np.linalg.norm(m[:3, 3] - theirs[:3, 3]), np.linalg.norm(tail_mine - tail_theirs))
+            if err > worst:
+                worst, name = err, n
+        return name, float(worst)
+
+    # -- writing back ----------------------------------------------------------------
+
+    def write(self, q: np.ndarray) -> list[str]:
+        """Put joint values q onto the pose bones, each in its own rotation mode.
+
+        Only bones whose joint values changed are touched; returns their names.
+        """
+        moved = []
+        for name, b in self.bones.items():
+            pb = self.object.pose.bones[name]
+            changed = False
+            idx = [b.hinges[a] for a in AXES]
+            if np.any(q[idx] != self.q0[idx]):
+                changed = True
+                euler = Euler([float(v) for v in q[idx]], b.order)
+                set_rotation(pb, euler)
+            if b.slides:
+                sidx = [b.slides[a] for a in AXES]
+                if np.any(q[sidx] != self.q0[sidx]):
+                    changed = True
+                    pb.location = [float(v) for v in q[sidx]]
+            if changed:
+                moved.append(name)
+        return moved
+
+
+def set_rotation(pose_bone, euler: Euler) -> None:
+    """Write a rotation in the bone's own mode, continuous with its previous value."""
+    mode = pose_bone.rotation_mode
+    if mode in EULER_ORDERS:
+        pose_bone.rotation_euler = euler.to_matrix().to_euler(mode, pose_bone.rotation_euler) \
+            if euler.order != mode else euler
+        return
+    quat = euler.to_quaternion()
+    if mode == "QUATERNION":
+        if quat.dot(pose_bone.rotation_quaternion) < 0.0:
+            quat.negate()
+        pose_bone.rotation_quaternion = quat
+    else:  # AXIS_ANGLE
+        previous = bone_quaternion(pose_bone)
+        if quat.dot(previous) < 0.0:
+            quat.negate()
+        axis, angle = quat.to_axis_angle()
+        pose_bone.rotation_axis_angle = (angle, *axis)

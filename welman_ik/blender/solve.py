@@ -1,0 +1,138 @@
+"""From an armature's pins and settings to a solved, written and keyed pose."""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..core import SOLVERS, PositionGoal, Problem, SolveResult
+from . import keyframes
+from .rig import RigError, RigModel, chain_to_root
+
+SOLVABLE_PIN_KINDS = {"POSITION"}
+
+
+def anchor_world(obj, pose_bone, anchor: float) -> np.ndarray:
+    """World position of the point ``anchor`` (0 head, 1 tail) along an evaluated pose bone."""
+    local = pose_bone.head + anchor * (pose_bone.tail - pose_bone.head)
+    return np.array(obj.matrix_world @ local, dtype=float)
+
+
+def active_pins(settings, exclude: str = ""):
+    """Enabled pins the solver can hold, except those on bone ``exclude``."""
+    return [p for p in settings.pins if p.enabled and p.bone != exclude and p.kind in SOLVABLE_PIN_KINDS]
+
+
+def movable_bones(obj, bone: str, chain_length: int):
+    """Names the solver may move: None for the whole body, else the dragged bone and its
+    ``chain_length - 1`` nearest ancestors."""
+    if chain_length <= 0:
+        return None
+    return [pb.name for pb in chain_to_root(obj.pose.bones[bone])[:chain_length]]
+
+
+@dataclass
+class Figures:
+    result: SolveResult
+    drag_error: float
+    max_pin_error: float
+    milliseconds: float
+    moved: list[str] = field(default_factory=list)
+
+
+class DragSolver:
+    """One drag of one bone with every pin, lock and limit in force.
+
+    Built once per drag (the hinge tree is cached), then ``solve`` for each new target,
+    each solve starting from the previous solution.
+    """
+
+    def __init__(self, obj, settings, bone: str, anchor: float = 1.0):
+        if obj is None or obj.type != "ARMATURE":
+            raise RigError("The active object is not an armature")
+        if obj.mode == "EDIT":
+            raise RigError("Leave edit mode first: the solver works on the pose")
+        if bone not in obj.pose.bones:
+            raise RigError(f"Bone '{bone}' does not exist in armature '{obj.name}'")
+        if not (0.0 <= anchor <= 1.0) or not math.isfinite(anchor):
+            raise RigError(f"Anchor must be between 0 and 1, got {anchor}")
+        pins = active_pins(settings, exclude=bone)
+        gone = [p.bone for p in pins if p.bone not in obj.pose.bones]
+        if gone:
+            raise RigError(f"A pin holds bone '{gone[0]}', which no longer exists; unpin or clear it")
+        self.obj = obj
+        self.settings = settings
+        self.bone = bone
+        names = [bone] + [p.bone for p in pins]
+        self.model = RigModel(obj, names, movable_bones(obj, bone, settings.chain_length))
+        if not self.model.moves_point(bone):
+            raise RigError(f"Nothing can move bone '{bone}': it and the bones above it are locked")
+        pin_priority, drag_priority = (0, 1) if settings.pins_first else (1, 0)
+        self.pin_goals = []
+        for p in pins:
+            joint, local = self.model.anchor_local(p.bone, p.anchor)
+            target = np.array(p.location, dtype=float)
+            if not np.all(np.isfinite(target)):
+                raise RigError(f"The pin on '{p.bone}' has a location that is not a number")
+            self.pin_goals.append(PositionGoal(joint, local, target, weight=p.weight, priority=pin_priority))
+        joint, local = self.model.anchor_local(bone, anchor)
+        start = self.model.skeleton.forward(self.model.q0)
+        self.drag_goal = PositionGoal(joint, local, start.points(np.array([joint]), local[None])[0],
+                                      priority=drag_priority)
+        self.q = self.model.q0.copy()
+
+    def problem(self, time_budget: float | None = None) -> Problem:
+        s = self.settings
+        return Problem(
+            skeleton=self.model.skeleton,
+            goals=self.pin_goals + [self.drag_goal],
+            tolerance=s.tolerance,
+            max_iterations=s.max_iterations,
+            damping=s.damping,
+            time_budget=time_budget,
+        )
+
+    def solve(self, target, time_budget: float | None = None) -> Figures:
+        target = np.asarray(target, dtype=float).reshape(3)
+        if not np.all(np.isfinite(target)):
+            raise RigError("The drag target is not a number (NaN or infinite)")
+        self.drag_goal.target = target
+        started = time.perf_counter()
+        result = SOLVERS[self.settings.solver](self.problem(time_budget), self.q)
+        ms = 1000.0 * (time.perf_counter() - started)
+        if not np.all(np.isfinite(result.q)):
+            raise RigError("The solver failed (non-finite result); the pose is unchanged")
+        self.q = result.q
+        pin_errors = result.errors[:-1]
+        return Figures(result, float(result.errors[-1]), float(pin_errors.max(initial=0.0)), ms)
+
+    def apply(self, figures: Figures, frame: float, key: bool) -> list[str]:
+        """Write the solution onto the pose bones, key it if asked, and record the figures."""
+        moved = self.model.write(self.q)
+        figures.moved = moved
+        if key and moved:
+            roots = {n for n in moved if self.model.bones[n].slides}
+            keyframes.key_bones(self.obj, moved, frame, with_location=roots)
+        r = figures.result
+        self.settings.last_solve.record(r.iterations, figures.drag_error, figures.max_pin_error,
+                                        figures.milliseconds, r.converged)
+        return moved
+
+
+def drag(context, obj, bone: str, target, anchor: float = 1.0) -> Figures:
+    """Script form of the drag: solve once, write, key per the ``keyframes`` setting, and
+    move a pin on the dragged bone (if any) to where the bone ended."""
+    settings = obj.welman_ik
+    solver = DragSolver(obj, settings, bone, anchor)
+    figures = solver.solve(target)
+    scene = context.scene
+    solver.apply(figures, scene.frame_current, keyframes.should_key(settings.keyframes, scene))
+    if any(p.bone == bone for p in settings.pins):
+        context.view_layer.update()
+        for p in settings.pins:
+            if p.bone == bone:
+                p.location = anchor_world(obj, obj.pose.bones[bone], p.anchor)
+    return figures
