@@ -1,7 +1,7 @@
 """Behaviour of the three solvers (CCD, Jacobian transpose, SR inverse) on small chains.
 
 Each test states the behaviour it pins down; tolerances are in metres unless noted.
-Tests marked xfail document real defects in the core (see the reasons).
+The one xfail documents a known limitation of CCD under sheared or non-uniformly scaled frames.
 """
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ from chains import (
 )
 
 from welman_ik.core import SOLVERS, PositionGoal, Problem, Skeleton, SolveResult
-from welman_ik.core.limits import clamp_step
 from welman_ik.core.problem import goal_errors
 
 ALL = list(SOLVERS)
@@ -176,20 +175,14 @@ def test_solution_respects_limits(name: str, q0: list[float]) -> None:
     assert not result.converged  # the goal is out of the limited workspace
 
 
-ULP_REASON = (
-    "JT/SR step with dq = clamp_step(q, dq) then q = q + dq; (u - q) + q can round one ulp "
-    "past u (here 0.16 + (0.42 - 0.16) = 0.42000000000000004 > 0.42), so the returned joint "
-    "lies just outside its limit. Fix: q = skeleton.clamp(q + dq) in "
-    "jacobian_transpose.py:76 and sr_inverse.py:145."
-)
 
 
 @pytest.mark.parametrize(
     "name",
     [
         "CCD",
-        pytest.param("JACOBIAN_TRANSPOSE", marks=pytest.mark.xfail(reason=ULP_REASON, strict=False)),
-        pytest.param("SR_INVERSE", marks=pytest.mark.xfail(reason=ULP_REASON, strict=False)),
+        "JACOBIAN_TRANSPOSE",
+        "SR_INVERSE",
     ],
 )
 def test_clamped_step_lands_exactly_on_limit(name: str) -> None:
@@ -202,21 +195,6 @@ def test_clamped_step_lands_exactly_on_limit(name: str) -> None:
     assert result.q[0] == pytest.approx(0.42, abs=1e-12)
 
 
-CLAMP_STEP_REASON = (
-    "limits.clamp_step (limits.py:10-12) documents 'the part of step dq that keeps q + dq "
-    "within the limits' but returns clip(q + dq) - q, and q + that is 0.42000000000000004 "
-    "for q = 0.16, upper = 0.42. No step can promise this in floating point: return (or also "
-    "return) the clamped position, and let the solvers assign it."
-)
-
-
-@pytest.mark.xfail(reason=CLAMP_STEP_REASON, strict=False)
-def test_clamp_step_keeps_sum_within_limits() -> None:
-    """limits.clamp_step promises that q + clamp_step(q, dq) is within the limits; it is
-    one ulp out for q = 0.16, upper = 0.42."""
-    sk = planar_chain(1, lower=np.array([-1.0]), upper=np.array([0.42]))
-    q = np.array([0.16])
-    assert (q + clamp_step(sk, q, np.array([1.0])))[0] <= 0.42
 
 
 def _conflicting_goals(separation: float, first: int, second: int) -> tuple[PositionGoal, PositionGoal]:
@@ -258,17 +236,8 @@ def test_sr_compatible_priorities_both_met() -> None:
     assert result.max_error <= 1e-5
 
 
-STRONG_CONFLICT_REASON = (
-    "sr_inverse.solve takes every SR step undamped by any acceptance test: when the "
-    "lower-priority residual exceeds about twice its lever (a large-residual least-squares "
-    "problem) the Gauss-Newton step overshoots, is capped at MAX_STEP, and the iteration "
-    "falls into a 2-cycle (joint 2 alternating +-0.5 rad). The capped joint-space step then "
-    "also drags the priority-0 goal off by ~5 cm. Fix: backtrack / adapt the damping "
-    "(Levenberg-Marquardt) until the prioritized error does not grow."
-)
 
 
-@pytest.mark.xfail(reason=STRONG_CONFLICT_REASON, strict=False)
 @pytest.mark.parametrize("a_first", [True, False], ids=["A-first", "B-first"])
 def test_sr_task_priority_under_strong_conflict(a_first: bool) -> None:
     """As above with separation 2.2 m (priority-1 goal 1.2 m short at best): the priority-0
@@ -280,13 +249,6 @@ def test_sr_task_priority_under_strong_conflict(a_first: bool) -> None:
     assert result.errors[other] == pytest.approx(1.2, abs=1e-3)
 
 
-UNREACHABLE_REASON = (
-    "sr_inverse.solve oscillates on any target beyond reach: the Gauss-Newton step for the "
-    "non-zero residual overshoots, is capped at MAX_STEP = 0.5 and the iteration settles "
-    "into a 2-cycle (here q2 alternating 0.3 / -0.2), ending ~0.055 m short of the closest "
-    "point. Fix: accept a step only if the (prioritized) error does not grow, halving it or "
-    "raising the damping otherwise."
-)
 
 
 @pytest.mark.parametrize(
@@ -294,7 +256,7 @@ UNREACHABLE_REASON = (
     [
         "CCD",
         "JACOBIAN_TRANSPOSE",
-        pytest.param("SR_INVERSE", marks=pytest.mark.xfail(reason=UNREACHABLE_REASON, strict=False)),
+        "SR_INVERSE",
     ],
 )
 def test_unreachable_target_ends_at_closest_point(name: str) -> None:
@@ -366,20 +328,13 @@ def _similarity(scale: float, mirror: bool) -> np.ndarray:
     return m
 
 
-MIRROR_REASON = (
-    "ccd.py:84 computes the best world-space rotation phi about the world axis but adds it to "
-    "q unchanged; under a mirrored base (det < 0) a joint step of +phi rotates the world by "
-    "-phi (the code knows: it rotates the points by sign*step), so every step goes the wrong "
-    "way, the first sweep raises the error and CCD stops. Fix: q[j] += sign * phi (times "
-    "mobility, then clip), rotating the points by the resulting world angle."
-)
 
 
 @pytest.mark.parametrize(
     ("name", "mirror"),
     [(name, False) for name in ALL]
     + [
-        pytest.param("CCD", True, marks=pytest.mark.xfail(reason=MIRROR_REASON, strict=False)),
+        ("CCD", True),
         ("JACOBIAN_TRANSPOSE", True),
         ("SR_INVERSE", True),
     ],
@@ -397,18 +352,15 @@ def test_rotated_scaled_base(name: str, mirror: bool) -> None:
 
 
 NONUNIFORM_REASON = (
-    "CCD treats each hinge as a rigid world-space rotation about A a (ccd.py:80-95), which is "
-    "false when the base has non-uniform scale or shear (the motion is A R(phi) A^-1); the "
-    "analytic angle is then wrong, a sweep can raise the error, and CCD stops (ccd.py:60-61) "
-    "far from the goal -- returning the worse configuration of that last sweep. Fix: solve the "
-    "angle in the joint's local frame with the metric A^T A (or a 1-D search), and return the "
-    "best configuration seen."
+    "Known limitation: CCD takes each hinge as a rigid world-space rotation, which is false "
+    "when the base has non-uniform scale or shear (the motion is A R(phi) A^-1), so the analytic "
+    "angle is off and CCD stops early (it keeps the better pose). The Jacobian solvers are exact here."
 )
 
 
 @pytest.mark.parametrize(
     "name",
-    [pytest.param("CCD", marks=pytest.mark.xfail(reason=NONUNIFORM_REASON, strict=False)), "JACOBIAN_TRANSPOSE", "SR_INVERSE"],
+    [pytest.param("CCD", marks=pytest.mark.xfail(reason=NONUNIFORM_REASON, strict=True)), "JACOBIAN_TRANSPOSE", "SR_INVERSE"],
 )
 def test_non_uniformly_scaled_base(name: str) -> None:
     """Scale (1, 2.5, 0.6) with a rotation: the Jacobian solvers still converge to 1e-5 m."""
@@ -422,28 +374,14 @@ def test_non_uniformly_scaled_base(name: str) -> None:
     assert result.max_error <= 1e-5
 
 
-ZERO_WEIGHT_REASONS = {
-    "CCD": "ccd.py:77 divides by the summed weight of the pairs below a slider: a goal of "
-    "weight 0 (or a priority so low that priority_weight**priority underflows) raises "
-    "ZeroDivisionError. Fix: skip the joint when ww.sum() * (v @ v) <= 0.",
-    "SR_INVERSE": "sr_inverse.escape_nudge (line 75-83) ranks nudges by the unweighted sum of "
-    "goal errors, ignoring weights (and priorities): with a weight-0 goal the SR step is 0, the "
-    "solver 'stalls' and nudges the chain 0.05 rad at a time towards the ignored goal. Fix: "
-    "rank nudges by the weighted, prioritized error the step minimises.",
-}
 
 
 @pytest.mark.parametrize(
     "name",
     [
-        pytest.param(
-            "CCD",
-            marks=pytest.mark.xfail(
-                reason=ZERO_WEIGHT_REASONS["CCD"], raises=ZeroDivisionError, strict=False
-            ),
-        ),
+        "CCD",
         "JACOBIAN_TRANSPOSE",
-        pytest.param("SR_INVERSE", marks=pytest.mark.xfail(reason=ZERO_WEIGHT_REASONS["SR_INVERSE"], strict=False)),
+        "SR_INVERSE",
     ],
 )
 def test_zero_weight_goal_has_no_effect(name: str) -> None:

@@ -10,4 +10,4 @@ from .problem import Problem, SolveResult
 from .skeleton import Kinematics, Skeleton
 from .solvers import SOLVERS
 
-__all__ = ["Goal", "Kinematics", "PositionGoal", "Problem", "SOLVERS", "Skeleton", "SolveResult"]
+__all__ = ["SOLVERS", "Goal", "Kinematics", "PositionGoal", "Problem", "Skeleton", "SolveResult"]

@@ -8,7 +8,8 @@ from .skeleton import Skeleton
 
 
 def clamp_step(skeleton: Skeleton, q: np.ndarray, dq: np.ndarray) -> np.ndarray:
-    """The part of step ``dq`` that keeps ``q + dq`` within the limits."""
+    """The step from ``q`` to ``q + dq`` clipped to the limits (clip ``q + step`` again to
+    stay exactly within them: the sum can round one unit past a bound)."""
     return np.clip(q + dq, skeleton.lower, skeleton.upper) - q
 
 

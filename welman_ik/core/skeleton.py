@@ -99,7 +99,7 @@ class Skeleton:
         """Joint values clipped to their limits."""
         return np.clip(q, self.lower, self.upper)
 
-    def forward(self, q: np.ndarray) -> "Kinematics":
+    def forward(self, q: np.ndarray) -> Kinematics:
         """Frames of every joint for joint values ``q`` (n,)."""
         n = self.size
         q = np.asarray(q, dtype=float)

@@ -48,7 +48,7 @@ def solve(problem: Problem, q0) -> SolveResult:
     order = np.flatnonzero(problem.movable())[::-1]
     history: list[float] = []
     sweeps = 0
-    previous_cost = math.inf
+    previous_cost, previous_q = math.inf, q.copy()
     for _ in range(problem.max_iterations):
         kin = sk.forward(q)
         errors = goal_errors(problem.goals, kin)
@@ -58,30 +58,36 @@ def solve(problem: Problem, q0) -> SolveResult:
         joints, points, targets, w = _pairs(problem, kin, weights)
         cost = weighted_cost(points, targets, w)
         if cost >= previous_cost * (1.0 - 1e-12):
-            break  # a fixed point: further sweeps change nothing
-        previous_cost = cost
+            # A fixed point. Under a sheared or non-uniformly scaled frame a hinge is not
+            # a rigid world rotation and a sweep can overshoot: keep the better pose.
+            if cost > previous_cost:
+                q = previous_q
+            break
+        previous_cost, previous_q = cost, q.copy()
         distal = sk.ancestors[joints]  # (k, n): pair k moves with joint j
         origins = kin.origins
-        linear = kin.frames[:, :3, :3]
         world_axes = kin.world_axes
+        # A mirrored frame turns a positive joint angle into a negative world rotation.
+        handedness = np.sign(np.linalg.det(kin.frames[:, :3, :3]))
         for j in order:
             sel = distal[:, j]
-            if not sel.any():
+            ww = w[sel]
+            total = float(ww.sum())
+            if not sel.any() or total <= 0.0:
                 continue
             o = origins[j]
             p = points[sel] - o
             d = targets[sel] - o
-            ww = w[sel]
             if sk.prismatic[j]:
                 v = world_axes[j]
-                step = float(ww @ ((d - p) @ v)) / (float(ww.sum()) * float(v @ v))
+                step = float(ww @ ((d - p) @ v)) / (total * float(v @ v))
             else:
                 a = world_axes[j] / np.linalg.norm(world_axes[j])
                 pa, da = p @ a, d @ a
                 k1 = float(ww @ (da * pa))
                 k2 = float(ww @ np.einsum("ij,ij->i", d, p))
                 k3 = float(a @ (ww @ np.cross(p, d)))
-                step = math.atan2(k3, k2 - k1)
+                step = handedness[j] * math.atan2(k3, k2 - k1)
             step *= sk.mobility[j]
             new = min(max(q[j] + step, sk.lower[j]), sk.upper[j])
             step = new - q[j]
@@ -91,10 +97,8 @@ def solve(problem: Problem, q0) -> SolveResult:
             if sk.prismatic[j]:
                 points[sel] += step * world_axes[j]
             else:
-                sign = 1.0 if np.linalg.det(linear[j]) > 0 else -1.0
-                c, s = math.cos(sign * step), math.sin(sign * step)
-                pa = (p @ a)[:, None]
-                rotated = p * c + np.cross(a, p) * s + a * pa * (1.0 - c)
+                c, s = math.cos(handedness[j] * step), math.sin(handedness[j] * step)
+                rotated = p * c + np.cross(a, p) * s + a * (p @ a)[:, None] * (1.0 - c)
                 points[sel] = o + rotated
         sweeps += 1
     return finish(problem, q, sweeps, history)

@@ -20,7 +20,6 @@ import time
 
 import numpy as np
 
-from ..limits import clamp_step
 from ..problem import Problem, SolveResult, check_start, finish, goal_errors, stacked
 from .ccd import _pairs, weighted_cost
 
@@ -64,16 +63,16 @@ def solve(problem: Problem, q0) -> SolveResult:
             biggest = np.abs(dq[~sk.prismatic]).max(initial=0.0)
             if biggest > MAX_STEP:
                 dq *= MAX_STEP / biggest
-            dq = clamp_step(sk, q, dq)
-            new_cost, new_kin = cost_at(q + dq)
+            trial = sk.clamp(q + dq)
+            new_cost, new_kin = cost_at(trial)
             if new_cost <= cost:
                 accepted = True
                 break
             alpha *= 0.5
         iterations += 1
-        if not accepted or np.abs(dq).max(initial=0.0) < 1e-15:
+        if not accepted or np.abs(trial - q).max(initial=0.0) < 1e-15:
             break
-        q = q + dq
+        q = trial
         cost, kin = new_cost, new_kin
         alpha = min(1.0, alpha * 1.5)
     return finish(problem, q, iterations, history)

@@ -28,6 +28,7 @@ from ..problem import Problem, SolveResult, check_start, finish, goal_errors, st
 
 MAX_STEP = 0.5  # largest joint step per iteration [rad, or tree sizes]
 LIMIT_PASSES = 4
+MAX_HALVINGS = 12
 
 
 def sr_inverse(a: np.ndarray, e: np.ndarray, k: float) -> np.ndarray:
@@ -64,23 +65,53 @@ def prioritized_step(levels: list[tuple[np.ndarray, np.ndarray]], k: float) -> n
     return x
 
 
-def escape_nudge(problem: Problem, q: np.ndarray, movable: np.ndarray, angle: float = 0.05):
-    """The best single-hinge rotation by +-``angle`` [rad], or None if none lowers the error.
+class Merit:
+    """Priority-ordered weighted squared error, compared level by level.
+
+    A level whose goals are all within tolerance before and after counts as equal,
+    so that a met level does not block progress on the ones below it.
+    """
+
+    def __init__(self, problem: Problem, groups: list[list[int]]):
+        self.problem = problem
+        self.groups = groups
+        self.weights = np.array([g.weight for g in problem.goals])
+
+    def levels(self, errors: np.ndarray) -> np.ndarray:
+        return np.array([self.weights[g] @ errors[g] ** 2 for g in self.groups])
+
+    def better(self, errors_new: np.ndarray, errors_old: np.ndarray) -> bool:
+        """True when ``errors_new`` is lexicographically lower than ``errors_old``."""
+        tol = self.problem.tolerance
+        new, old = self.levels(errors_new), self.levels(errors_old)
+        for g, a, b in zip(self.groups, old, new):
+            if np.all(errors_old[g] <= tol) and np.all(errors_new[g] <= tol):
+                continue
+            if b < a * (1.0 - 1e-12):
+                return True
+            if b > a * (1.0 + 1e-12):
+                return False
+        return False
+
+
+def escape_nudge(problem: Problem, merit: Merit, q: np.ndarray, errors: np.ndarray,
+                 movable: np.ndarray, angle: float = 0.05):
+    """The best single-hinge rotation by +-``angle`` [rad], or None if none lowers the merit.
 
     Used only when the SR step has stalled at a singular configuration (a straight chain
     pulled along itself), where no first-order step helps; at a true optimum no nudge
-    lowers the error, so the solver stops as before.
+    helps, so the solver stops as before.
     """
     sk = problem.skeleton
-    best_q, best = None, goal_errors(problem.goals, sk.forward(q)).sum() - 1e-12
+    best_q, best = None, errors
     for j in np.flatnonzero(movable & ~sk.prismatic):
         for sign in (1.0, -1.0):
             trial = q.copy()
             trial[j] += sign * angle
             trial = sk.clamp(trial)
-            total = goal_errors(problem.goals, sk.forward(trial)).sum()
-            if total < best:
-                best_q, best = trial, total
+            trial_errors = goal_errors(problem.goals, sk.forward(trial))
+            if merit.better(trial_errors, best):
+                best_q, best = trial, trial_errors
     return best_q
 
 
@@ -98,6 +129,7 @@ def solve(problem: Problem, q0) -> SolveResult:
     size = kin.size_scale(np.array([g.point_pairs(kin)[2][0] for g in goals]) if goals else None)
     col_scale = np.where(sk.prismatic, size, 1.0) * np.sqrt(np.clip(sk.mobility, 0.0, 1.0))
     k = problem.damping
+    merit = Merit(problem, groups)
 
     history: list[float] = []
     iterations = 0
@@ -134,14 +166,25 @@ def solve(problem: Problem, q0) -> SolveResult:
                 break
             fixed_x[over] = clamp_step(sk, q, dq)[cols][over] / scale[over]
             free &= ~over
-        dq = clamp_step(sk, q, dq)
         iterations += 1
-        if np.abs(dq).max(initial=0.0) < 1e-12:  # stalled
-            nudged = escape_nudge(problem, q, movable)
+        # Safeguard: a step that makes the priority-ordered error worse (an overshoot
+        # toward an unreachable goal) is halved until it does not.
+        accepted = None
+        for _halving in range(MAX_HALVINGS):
+            if np.abs(dq).max(initial=0.0) < 1e-12:
+                break
+            trial = sk.clamp(q + dq)
+            trial_kin = sk.forward(trial)
+            trial_errors = goal_errors(goals, trial_kin)
+            if merit.better(trial_errors, errors):
+                accepted = (trial, trial_kin)
+                break
+            dq *= 0.5
+        if accepted is None:  # stalled
+            nudged = escape_nudge(problem, merit, q, errors, movable)
             if nudged is None:
                 break
             q, kin = nudged, sk.forward(nudged)
             continue
-        q = q + dq
-        kin = sk.forward(q)
+        q, kin = accepted
     return finish(problem, q, iterations, history)

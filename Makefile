@@ -1,0 +1,41 @@
+# Welman IK: `make demo` and `make test` set up everything they need on a fresh machine.
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+PY := $(VENV)/bin/python
+OUT := out
+RUFF_ARGS := --line-length 120 --target-version py311 --ignore RUF012
+
+.PHONY: all venv demo test test-core test-blender lint bench clean
+
+all: test
+
+$(VENV)/.installed: tests/requirements.txt
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -r tests/requirements.txt
+	touch $@
+
+venv: $(VENV)/.installed
+
+## demo: pose the Rigify basic human with each solver; writes out/demo.blend and out/demo.png
+demo: venv
+	$(PY) scripts/demo.py --output $(OUT)
+
+## test: lint, then the core tests (no Blender) and the Blender tests (bpy module)
+test: venv lint test-core test-blender
+
+test-core: venv
+	$(PY) -m pytest tests/core -q
+
+test-blender: venv
+	$(PY) -m pytest tests/blender -q
+
+lint: venv
+	$(PY) -m ruff check $(RUFF_ARGS) welman_ik tests scripts
+
+## bench: time per drag step against Blender's own IK
+bench: venv
+	$(PY) scripts/bench_drag.py
+
+clean:
+	rm -rf $(OUT) .pytest_cache .ruff_cache

@@ -1,0 +1,49 @@
+"""Scenes shared by the demo, the benchmarks and the Blender tests (bpy module)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+import addon_utils
+import bpy
+
+FEET = ("toe.L", "toe.R", "heel.02.L", "heel.02.R")
+DEMO_PINS = FEET + ("hand.L",)
+
+
+def load_addon() -> None:
+    """Register Welman IK from this checkout (idempotent)."""
+    import welman_ik
+
+    if not hasattr(bpy.types.Object, "welman_ik"):
+        welman_ik.register()
+
+
+def empty_scene() -> None:
+    """Factory settings, an empty file; Welman IK registered."""
+    bpy.ops.wm.read_factory_settings(use_empty=True)
+    load_addon()
+
+
+def basic_human(pins=DEMO_PINS):
+    """The Rigify basic human metarig in pose mode, with position pins on ``pins``."""
+    addon_utils.enable("rigify", default_set=True)
+    bpy.ops.object.armature_basic_human_metarig_add()
+    obj = bpy.context.object
+    bpy.ops.object.mode_set(mode="POSE")
+    if pins:
+        select(obj, pins)
+        bpy.ops.welman_ik.pin()
+    select(obj, ())
+    return obj
+
+
+def select(obj, names) -> None:
+    names = set(names)
+    for pb in obj.pose.bones:
+        pb.bone.select = pb.name in names
