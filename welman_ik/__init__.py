@@ -4,6 +4,8 @@ The ``core`` package is pure numpy; ``blender`` translates armatures to it and b
 Importing this package does not import bpy, so the core can be tested without Blender.
 """
 
+import atexit
+
 bl_info = {
     "name": "Welman IK",
     "author": "Welman IK developers",
@@ -14,14 +16,37 @@ bl_info = {
     "category": "Animation",
 }
 
+_registered = False
+
 
 def register() -> None:
+    """Register the add-on's classes and properties; registering again re-registers."""
+    global _registered
     from . import blender
 
+    if _registered:
+        unregister()
     blender.register()
+    _registered = True
+    # A process that imports bpy as a module hangs at exit while Python-defined classes
+    # are still registered, so leave registered state behind at exit (Blender itself
+    # unregisters add-ons it enabled; then this does nothing).
+    atexit.unregister(_unregister_at_exit)
+    atexit.register(_unregister_at_exit)
 
 
 def unregister() -> None:
+    global _registered
     from . import blender
 
+    if not _registered:
+        return
     blender.unregister()
+    _registered = False
+
+
+def _unregister_at_exit() -> None:
+    try:
+        unregister()
+    except Exception:  # noqa: BLE001 - Blender may already have torn down its types
+        pass

@@ -60,25 +60,18 @@ class WELMAN_IK_Pin(bpy.types.PropertyGroup):
     enabled: BoolProperty(name="Enabled", default=True, description="A disabled pin is kept but ignored")
 
 
-def _reader(key: str, default):
-    return lambda self: self.get(key, default)
-
-
 class WELMAN_IK_LastSolve(bpy.types.PropertyGroup):
-    """Figures of the last solve (read-only; written by the add-on)."""
+    """Figures of the last solve, written by the add-on after every solve.
 
-    iterations: IntProperty(name="Iterations", get=_reader("_iterations", 0))
-    drag_error: FloatProperty(name="Drag Error", unit="LENGTH", precision=6, get=_reader("_drag_error", 0.0))
-    max_pin_error: FloatProperty(name="Max Pin Error", unit="LENGTH", precision=6, get=_reader("_max_pin_error", 0.0))
-    milliseconds: FloatProperty(name="Milliseconds", precision=2, get=_reader("_milliseconds", 0.0))
-    converged: BoolProperty(name="Converged", get=_reader("_converged", False))
+    Plain stored properties, shown as labels. Property groups here carry no methods and
+    no getter callbacks: either keeps a process that imports bpy as a module from exiting.
+    """
 
-    def record(self, iterations: int, drag_error: float, max_pin_error: float, milliseconds: float, converged: bool):
-        self["_iterations"] = int(iterations)
-        self["_drag_error"] = float(drag_error)
-        self["_max_pin_error"] = float(max_pin_error)
-        self["_milliseconds"] = float(milliseconds)
-        self["_converged"] = bool(converged)
+    iterations: IntProperty(name="Iterations")
+    drag_error: FloatProperty(name="Drag Error", unit="LENGTH", precision=6)
+    max_pin_error: FloatProperty(name="Max Pin Error", unit="LENGTH", precision=6)
+    milliseconds: FloatProperty(name="Milliseconds", precision=2)
+    converged: BoolProperty(name="Converged")
 
 
 class WELMAN_IK_Settings(bpy.types.PropertyGroup):

@@ -43,6 +43,15 @@ class Figures:
     moved: list[str] = field(default_factory=list)
 
 
+def record(last_solve, figures: Figures) -> None:
+    """Store a solve's figures in the armature's ``last_solve`` group."""
+    last_solve.iterations = figures.result.iterations
+    last_solve.drag_error = figures.drag_error
+    last_solve.max_pin_error = figures.max_pin_error
+    last_solve.milliseconds = figures.milliseconds
+    last_solve.converged = figures.result.converged
+
+
 class DragSolver:
     """One drag of one bone with every pin, lock and limit in force.
 
@@ -116,9 +125,7 @@ class DragSolver:
         if key and moved:
             roots = {n for n in moved if self.model.bones[n].slides}
             keyframes.key_bones(self.obj, moved, frame, with_location=roots)
-        r = figures.result
-        self.settings.last_solve.record(r.iterations, figures.drag_error, figures.max_pin_error,
-                                        figures.milliseconds, r.converged)
+        record(self.settings.last_solve, figures)
         return moved
 
 

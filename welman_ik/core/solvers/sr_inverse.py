@@ -6,15 +6,19 @@ Each priority level l is solved with the SR inverse
 
 applied to its Jacobian restricted to the null space N of all higher levels:
 
-    dq += (J_l N)* (e_l - J_l dq),   N = I - V V^T  (V spans the rows of J_1..J_l)
+    dq_l = (J_l N)* (e_l - J_l (dq_0 + ... + dq_l-1)),   N = I - V V^T
 
-so pins (level 0) hold while the drag (level 1) takes what freedom is left, or the
-other way round. Rows are divided by the tree's size and prismatic columns multiplied
-by it, so k and the result are independent of units; columns are scaled by
-sqrt(mobility), giving the mobility-weighted least-norm step.
+(V spans the rows of J_0..J_l-1), so pins (level 0) hold while the drag (level 1)
+takes what freedom is left, or the other way round. Rows are divided by the tree's
+size and prismatic columns multiplied by it, so k and the result do not depend on
+units; columns are scaled by sqrt(mobility), giving the mobility-weighted least-norm step.
 
 Joint limits: a joint that the step would carry past a limit is clamped at it,
 locked, and the step re-solved with the remaining joints (at most a few passes).
+
+Safeguard: each level's part of the step is halved until that level's weighted
+error does not grow (a level already within tolerance takes its part as it is), so a
+goal out of reach, or pins that conflict, never make the iteration oscillate.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from ..problem import Problem, SolveResult, check_start, finish, goal_errors, st
 MAX_STEP = 0.5  # largest joint step per iteration [rad, or tree sizes]
 LIMIT_PASSES = 4
 MAX_HALVINGS = 12
+DRIFT_SHARE = 0.1  # how much higher levels may lose per unit a lower level gains
 
 
 def sr_inverse(a: np.ndarray, e: np.ndarray, k: float) -> np.ndarray:
@@ -51,68 +56,53 @@ def null_space_projector(a: np.ndarray, rank_tol: float = 1e-9) -> np.ndarray:
     return np.eye(n) - v.T @ v
 
 
-def prioritized_step(levels: list[tuple[np.ndarray, np.ndarray]], k: float) -> np.ndarray:
-    """The task-priority step for ``levels`` [(J_l, e_l)], highest priority first."""
+def prioritized_step(levels: list[tuple[np.ndarray, np.ndarray]], k: float) -> list[np.ndarray]:
+    """Each level's part of the task-priority step, for ``levels`` [(J_l, e_l)], highest first."""
     n = levels[0][0].shape[1]
-    x = np.zeros(n)
-    projector = None
+    total = np.zeros(n)
+    parts = []
     above: list[np.ndarray] = []
     for jac, err in levels:
-        jn = jac if projector is None else jac @ projector
-        x = x + sr_inverse(jn, err - jac @ x, k)
+        jn = jac if not above else jac @ null_space_projector(np.vstack(above))
+        part = sr_inverse(jn, err - jac @ total, k)
+        parts.append(part)
+        total = total + part
         above.append(jac)
-        projector = null_space_projector(np.vstack(above))
-    return x
+    return parts
 
 
-class Merit:
-    """Priority-ordered weighted squared error, compared level by level.
-
-    A level whose goals are all within tolerance before and after counts as equal,
-    so that a met level does not block progress on the ones below it.
-    """
-
-    def __init__(self, problem: Problem, groups: list[list[int]]):
-        self.problem = problem
-        self.groups = groups
-        self.weights = np.array([g.weight for g in problem.goals])
-
-    def levels(self, errors: np.ndarray) -> np.ndarray:
-        return np.array([self.weights[g] @ errors[g] ** 2 for g in self.groups])
-
-    def better(self, errors_new: np.ndarray, errors_old: np.ndarray) -> bool:
-        """True when ``errors_new`` is lexicographically lower than ``errors_old``."""
-        tol = self.problem.tolerance
-        new, old = self.levels(errors_new), self.levels(errors_old)
-        for g, a, b in zip(self.groups, old, new):
-            if np.all(errors_old[g] <= tol) and np.all(errors_new[g] <= tol):
-                continue
-            if b < a * (1.0 - 1e-12):
-                return True
-            if b > a * (1.0 + 1e-12):
-                return False
-        return False
-
-
-def escape_nudge(problem: Problem, merit: Merit, q: np.ndarray, errors: np.ndarray,
+def escape_nudge(problem: Problem, groups, q: np.ndarray, errors: np.ndarray,
                  movable: np.ndarray, angle: float = 0.05):
-    """The best single-hinge rotation by +-``angle`` [rad], or None if none lowers the merit.
+    """The best single-hinge rotation by +-``angle`` [rad], or None if none helps.
 
-    Used only when the SR step has stalled at a singular configuration (a straight chain
-    pulled along itself), where no first-order step helps; at a true optimum no nudge
-    helps, so the solver stops as before.
+    Used only when the step has stalled at a singular configuration (a straight chain
+    pulled along itself), where no first-order step helps. A nudge must lower the
+    weighted error of the first level not yet met without raising any level above it;
+    at a true optimum none does, and the solver stops as before.
     """
     sk = problem.skeleton
-    best_q, best = None, errors
+    weights = np.array([g.weight for g in problem.goals])
+
+    def key(errs):
+        return [float(weights[g] @ errs[g] ** 2) for g in groups]
+
+    best_q, best = None, key(errors)
     for j in np.flatnonzero(movable & ~sk.prismatic):
         for sign in (1.0, -1.0):
-            trial = q.copy()
-            trial[j] += sign * angle
-            trial = sk.clamp(trial)
-            trial_errors = goal_errors(problem.goals, sk.forward(trial))
-            if merit.better(trial_errors, best):
-                best_q, best = trial, trial_errors
+            trial = sk.clamp(q + sign * angle * (np.arange(sk.size) == j))
+            trial_key = key(goal_errors(problem.goals, sk.forward(trial)))
+            if _lexicographically_lower(trial_key, best):
+                best_q, best = trial, trial_key
     return best_q
+
+
+def _lexicographically_lower(a: list[float], b: list[float]) -> bool:
+    for x, y in zip(a, b):
+        if x < y * (1.0 - 1e-12):
+            return True
+        if x > y * (1.0 + 1e-12):
+            return False
+    return False
 
 
 def solve(problem: Problem, q0) -> SolveResult:
@@ -124,19 +114,24 @@ def solve(problem: Problem, q0) -> SolveResult:
     priorities = sorted({g.priority for g in goals})
     groups = [[i for i, g in enumerate(goals) if g.priority == p] for p in priorities]
     weights = np.array([g.weight for g in goals])
+    tol = problem.tolerance
 
     kin = sk.forward(q)
     size = kin.size_scale(np.array([g.point_pairs(kin)[2][0] for g in goals]) if goals else None)
     col_scale = np.where(sk.prismatic, size, 1.0) * np.sqrt(np.clip(sk.mobility, 0.0, 1.0))
     k = problem.damping
-    merit = Merit(problem, groups)
+
+    def level_cost(errs, group):
+        return float(weights[group] @ errs[group] ** 2)
+
+    floor = [float(weights[g].sum()) * tol**2 for g in groups]  # a level's cost when just met
 
     history: list[float] = []
     iterations = 0
     for _ in range(problem.max_iterations):
         errors = goal_errors(goals, kin)
         history.append(float(errors.max(initial=0.0)))
-        if np.all(errors <= problem.tolerance) or time.perf_counter() > deadline:
+        if np.all(errors <= tol) or time.perf_counter() > deadline:
             break
         cols = np.flatnonzero(movable)
         if cols.size == 0:
@@ -149,42 +144,67 @@ def solve(problem: Problem, q0) -> SolveResult:
         scale = col_scale[cols]
         free = np.ones(cols.size, dtype=bool)
         fixed_x = np.zeros(cols.size)  # steps of joints clamped at a limit, scaled units
-        dq = np.zeros(sk.size)
+        parts = [np.zeros(cols.size) for _ in groups]
         for _pass in range(LIMIT_PASSES):
             reduced = [(j[:, free], e - j[:, ~free] @ fixed_x[~free]) for e, j in tasks]
-            x = fixed_x.copy()
+            parts = [np.zeros(cols.size) for _ in groups]
             if free.any():
-                x_free = prioritized_step(reduced, k)
-                biggest = np.abs(x_free).max(initial=0.0)
-                if biggest > MAX_STEP:
-                    x_free *= MAX_STEP / biggest
-                x[free] = x_free
-            dq[:] = 0.0
-            dq[cols] = x * scale
+                for part, free_part in zip(parts, prioritized_step(reduced, k)):
+                    part[free] = free_part
+            parts[0] = parts[0] + fixed_x
+            total = np.sum(parts, axis=0)
+            biggest = np.abs(total).max(initial=0.0)
+            if biggest > MAX_STEP:
+                parts = [p * (MAX_STEP / biggest) for p in parts]
+                total *= MAX_STEP / biggest
+            dq = np.zeros(sk.size)
+            dq[cols] = total * scale
             over = violating(sk, q, dq, movable)[cols] & free
             if not over.any():
                 break
             fixed_x[over] = clamp_step(sk, q, dq)[cols][over] / scale[over]
             free &= ~over
         iterations += 1
-        # Safeguard: a step that makes the priority-ordered error worse (an overshoot
-        # toward an unreachable goal) is halved until it does not.
-        accepted = None
-        for _halving in range(MAX_HALVINGS):
-            if np.abs(dq).max(initial=0.0) < 1e-12:
-                break
-            trial = sk.clamp(q + dq)
-            trial_kin = sk.forward(trial)
-            trial_errors = goal_errors(goals, trial_kin)
-            if merit.better(trial_errors, errors):
-                accepted = (trial, trial_kin)
-                break
-            dq *= 0.5
-        if accepted is None:  # stalled
-            nudged = escape_nudge(problem, merit, q, errors, movable)
+
+        # Line search, level by level: a level met now takes its part as it is;
+        # otherwise its part is halved until its weighted error does not grow, and the
+        # levels above it lose (beyond tolerance) at most DRIFT_SHARE of what it gains.
+        taken = np.zeros(cols.size)
+        new_q, new_kin = None, None
+        reference = errors
+        for level, (group, part) in enumerate(zip(groups, parts)):
+            if not part.any():
+                continue
+            met = bool(np.all(errors[group] <= tol))
+            before = level_cost(reference, group)
+            beta = 1.0
+            for _halving in range(MAX_HALVINGS):
+                trial = sk.clamp(q + _dq(sk, cols, taken + beta * part, scale))
+                if met:
+                    taken, new_q, new_kin = taken + part, trial, None
+                    break
+                trial_kin = sk.forward(trial)
+                trial_errors = goal_errors(goals, trial_kin)
+                after = level_cost(trial_errors, group)
+                drift = sum(
+                    max(0.0, level_cost(trial_errors, g) - max(level_cost(reference, g), floor[m]))
+                    for m, g in enumerate(groups[:level])
+                )
+                if after <= before * (1.0 + 1e-12) and drift <= DRIFT_SHARE * (before - after):
+                    taken, new_q, new_kin, reference = taken + beta * part, trial, trial_kin, trial_errors
+                    break
+                beta *= 0.5
+        if new_q is None or np.abs(new_q - q).max(initial=0.0) < 1e-12:
+            nudged = escape_nudge(problem, groups, q, errors, movable)
             if nudged is None:
                 break
             q, kin = nudged, sk.forward(nudged)
             continue
-        q, kin = accepted
+        q, kin = new_q, (new_kin if new_kin is not None else sk.forward(new_q))
     return finish(problem, q, iterations, history)
+
+
+def _dq(sk, cols, x, scale) -> np.ndarray:
+    dq = np.zeros(sk.size)
+    dq[cols] = x * scale
+    return dq

@@ -1,0 +1,71 @@
+"""Blender tests: real Blender (the bpy module), each test on a fresh factory scene."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+for path in (ROOT, ROOT / "scripts"):
+    if str(path) not in sys.path:
+        sys.path.insert(0, str(path))
+
+import bpy  # noqa: E402
+import scenes  # noqa: E402
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+
+
+@pytest.fixture
+def human():
+    """The Rigify basic human metarig in pose mode, feet and left hand pinned."""
+    scenes.empty_scene()
+    return scenes.basic_human()
+
+
+@pytest.fixture
+def bare_human():
+    """The Rigify basic human metarig in pose mode, no pins."""
+    scenes.empty_scene()
+    return scenes.basic_human(pins=())
+
+
+def world_point(obj, bone: str, anchor: float = 1.0) -> np.ndarray:
+    """World position of a point along an evaluated pose bone (0 head, 1 tail)."""
+    bpy.context.view_layer.update()
+    pb = obj.pose.bones[bone]
+    return np.array(obj.matrix_world @ (pb.head + anchor * (pb.tail - pb.head)))
+
+
+def pin_errors(obj) -> dict:
+    """Distance [m] of every enabled pin's point from its goal, from the evaluated pose."""
+    return {
+        p.bone: float(np.linalg.norm(world_point(obj, p.bone, p.anchor) - np.array(p.location)))
+        for p in obj.welman_ik.pins
+        if p.enabled
+    }
+
+
+def world_pose(obj) -> dict:
+    """World head and tail of every bone, evaluated."""
+    bpy.context.view_layer.update()
+    m = obj.matrix_world
+    return {pb.name: (np.array(m @ pb.head), np.array(m @ pb.tail)) for pb in obj.pose.bones}
+
+
+def channels(obj) -> dict:
+    """Every pose channel of every bone, exactly as stored."""
+    return {
+        pb.name: (
+            tuple(pb.location), tuple(pb.rotation_quaternion), tuple(pb.rotation_euler),
+            tuple(pb.rotation_axis_angle), tuple(pb.scale), pb.rotation_mode,
+        )
+        for pb in obj.pose.bones
+    }
+
+
+def drag(bone: str, target, anchor: float = 1.0):
+    return bpy.ops.welman_ik.drag(bone=bone, target=tuple(float(v) for v in target), anchor=anchor)

@@ -1,0 +1,100 @@
+"""Pin-and-drag on the Rigify basic human: reachable and unreachable targets, the squat."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import drag, pin_errors, world_point
+
+from welman_ik.blender.solve import DragSolver
+from welman_ik.core import SOLVERS
+
+SHOULDER_R = np.array([-0.195, 0.027, 1.585])
+DIRECTIONS = np.array([
+    [-1.0, -1.0, 0.0], [-1.0, -0.3, -0.8], [-0.2, -1.0, -0.3], [0.3, -1.0, 0.1], [-1.0, 0.0, 0.6],
+    [-0.6, -0.6, 0.8], [-0.7, 0.5, -0.5], [-1.0, -0.2, -1.0], [0.1, -1.0, 0.5], [-0.4, -0.9, -0.9],
+])
+REACHABLE = [SHOULDER_R + 0.45 * d / np.linalg.norm(d) for d in DIRECTIONS]
+
+
+def _settle(obj):
+    """Targets are posed from rest: reset the pose between drags."""
+    for pb in obj.pose.bones:
+        pb.rotation_quaternion = (1.0, 0.0, 0.0, 0.0)
+        pb.rotation_euler = (0.0, 0.0, 0.0)
+        pb.location = (0.0, 0.0, 0.0)
+
+
+@pytest.mark.parametrize("target", REACHABLE, ids=[f"t{i}" for i in range(len(REACHABLE))])
+def test_sr_inverse_meets_reachable_targets(human, target):
+    human.welman_ik.solver = "SR_INVERSE"
+    assert drag("hand.R", target) == {"FINISHED"}
+    assert np.linalg.norm(world_point(human, "hand.R") - target) <= 1e-4
+    assert max(pin_errors(human).values()) <= 1e-4
+    assert human.welman_ik.last_solve.converged
+
+
+@pytest.mark.parametrize("solver", ["CCD", "JACOBIAN_TRANSPOSE"])
+def test_ccd_and_transpose_meet_or_say_so(human, solver):
+    human.welman_ik.solver = solver
+    for target in REACHABLE:
+        _settle(human)
+        drag("hand.R", target)
+        worst = max(np.linalg.norm(world_point(human, "hand.R") - target), *pin_errors(human).values())
+        last = human.welman_ik.last_solve
+        assert worst <= 1e-3 or not last.converged
+        if last.converged:
+            assert worst <= human.welman_ik.tolerance + 1e-9
+        assert last.iterations <= human.welman_ik.max_iterations
+
+
+def test_unreachable_target_closest_point(human):
+    """2 m away with pins first: the pins hold, the hand stops at the closest reachable point."""
+    settings = human.welman_ik
+    hand = world_point(human, "hand.R")
+    target = hand + np.array([-2.0, 0.0, 0.0])
+
+    # Slow reference: the same problem with a long budget, tight tolerance, light damping.
+    reference = DragSolver(human, settings, "hand.R")
+    problem = reference.problem()
+    problem.max_iterations, problem.tolerance, problem.damping = 3000, 1e-9, 1e-5
+    reference.drag_goal.target = target
+    ref = SOLVERS["SR_INVERSE"](problem, reference.q)
+    ref_kin = reference.model.skeleton.forward(ref.q)
+    ref_hand = reference.drag_goal.point(ref_kin)
+
+    assert drag("hand.R", target) == {"FINISHED"}
+    reached = world_point(human, "hand.R")
+    assert np.all(np.isfinite(reached))
+    assert max(pin_errors(human).values()) <= 1e-4
+    assert np.linalg.norm(reached - ref_hand) <= 0.01
+    assert not settings.last_solve.converged
+
+
+def test_unreachable_with_limits_never_leaves_them(human):
+    for name in ("upper_arm.R", "forearm.R", "spine.001", "spine.002"):
+        pb = human.pose.bones[name]
+        for axis in "xyz":
+            setattr(pb, f"use_ik_limit_{axis}", True)
+            setattr(pb, f"ik_min_{axis}", -0.4)
+            setattr(pb, f"ik_max_{axis}", 0.4)
+    target = world_point(human, "hand.R") + np.array([-2.0, -0.5, 0.5])
+    drag("hand.R", target)
+    solver = DragSolver(human, human.welman_ik, "hand.R")
+    sk = solver.model.skeleton
+    assert np.all(np.isfinite(solver.model.q0))
+    assert np.all(solver.model.q0 >= sk.lower - 1e-6) and np.all(solver.model.q0 <= sk.upper + 1e-6)
+    assert max(pin_errors(human).values()) <= 1e-4
+
+
+def test_squat_moves_root_and_feet_hold(human):
+    """Drag the root (spine, anchor 0) 0.25 m down with the feet pinned."""
+    settings = human.welman_ik
+    for pin in settings.pins:
+        pin.enabled = pin.bone != "hand.L"
+    pelvis = world_point(human, "spine", 0.0)
+    target = pelvis - np.array([0.0, 0.0, 0.25])
+    assert drag("spine", target, anchor=0.0) == {"FINISHED"}
+    assert np.linalg.norm(world_point(human, "spine", 0.0) - target) <= 1e-4
+    assert max(pin_errors(human).values()) <= 1e-4
+    assert human.pose.bones["spine"].location.length > 0.2  # the root's translation did it
