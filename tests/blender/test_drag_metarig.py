@@ -44,7 +44,7 @@ def test_ccd_and_transpose_meet_or_say_so(human, solver):
         last = human.welman_ik.last_solve
         assert worst <= 1e-3 or not last.converged
         if last.converged:
-            assert worst <= human.welman_ik.tolerance + 1e-9
+            assert worst <= human.welman_ik.tolerance + 1e-6  # channels are stored as float32
         assert last.iterations <= human.welman_ik.max_iterations
 
 

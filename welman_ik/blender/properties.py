@@ -77,7 +77,7 @@ class WELMAN_IK_LastSolve(bpy.types.PropertyGroup):
 class WELMAN_IK_Settings(bpy.types.PropertyGroup):
     solver: EnumProperty(name="Solver", items=SOLVER_ITEMS, default="SR_INVERSE", description="The IK algorithm")
     max_iterations: IntProperty(
-        name="Max Iterations", min=1, soft_max=1000, default=100,
+        name="Max Iterations", min=1, soft_max=1000, default=300,
         description="Iterations per solve (per mouse event while dragging)",
     )
     tolerance: FloatProperty(

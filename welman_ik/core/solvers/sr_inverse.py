@@ -33,7 +33,7 @@ from ..problem import Problem, SolveResult, check_start, finish, goal_errors, st
 MAX_STEP = 0.5  # largest joint step per iteration [rad, or tree sizes]
 LIMIT_PASSES = 4
 MAX_HALVINGS = 12
-DRIFT_SHARE = 0.1  # how much higher levels may lose per unit a lower level gains
+DRIFT_SHARE = 0.01  # how much higher levels may lose per unit a lower level gains
 
 
 def sr_inverse(a: np.ndarray, e: np.ndarray, k: float) -> np.ndarray:
@@ -56,15 +56,16 @@ def null_space_projector(a: np.ndarray, rank_tol: float = 1e-9) -> np.ndarray:
     return np.eye(n) - v.T @ v
 
 
-def prioritized_step(levels: list[tuple[np.ndarray, np.ndarray]], k: float) -> list[np.ndarray]:
-    """Each level's part of the task-priority step, for ``levels`` [(J_l, e_l)], highest first."""
+def prioritized_step(levels: list[tuple[np.ndarray, np.ndarray]], k) -> list[np.ndarray]:
+    """Each level's part of the task-priority step, for ``levels`` [(J_l, e_l)], highest first;
+    ``k``: the damping of each level."""
     n = levels[0][0].shape[1]
     total = np.zeros(n)
     parts = []
     above: list[np.ndarray] = []
-    for jac, err in levels:
+    for (jac, err), k_level in zip(levels, k):
         jn = jac if not above else jac @ null_space_projector(np.vstack(above))
-        part = sr_inverse(jn, err - jac @ total, k)
+        part = sr_inverse(jn, err - jac @ total, k_level)
         parts.append(part)
         total = total + part
         above.append(jac)
@@ -119,12 +120,12 @@ def solve(problem: Problem, q0) -> SolveResult:
     kin = sk.forward(q)
     size = kin.size_scale(np.array([g.point_pairs(kin)[2][0] for g in goals]) if goals else None)
     col_scale = np.where(sk.prismatic, size, 1.0) * np.sqrt(np.clip(sk.mobility, 0.0, 1.0))
-    k = problem.damping
+    damping = [problem.damping] * len(groups)
 
-    def level_cost(errs, group):
-        return float(weights[group] @ errs[group] ** 2)
-
-    floor = [float(weights[g].sum()) * tol**2 for g in groups]  # a level's cost when just met
+    def level_distance(errs, group) -> float:
+        """Weighted RMS distance of a level's goals [m]."""
+        total = float(weights[group].sum())
+        return float(np.sqrt(weights[group] @ errs[group] ** 2 / total)) if total > 0 else 0.0
 
     history: list[float] = []
     iterations = 0
@@ -149,14 +150,13 @@ def solve(problem: Problem, q0) -> SolveResult:
             reduced = [(j[:, free], e - j[:, ~free] @ fixed_x[~free]) for e, j in tasks]
             parts = [np.zeros(cols.size) for _ in groups]
             if free.any():
-                for part, free_part in zip(parts, prioritized_step(reduced, k)):
+                for part, free_part in zip(parts, prioritized_step(reduced, damping)):
                     part[free] = free_part
+            # Cap each level's part on its own, so that a far lower-level goal cannot
+            # shrink the step of the level above it.
+            parts = [p * min(1.0, MAX_STEP / max(np.abs(p).max(initial=0.0), 1e-300)) for p in parts]
             parts[0] = parts[0] + fixed_x
             total = np.sum(parts, axis=0)
-            biggest = np.abs(total).max(initial=0.0)
-            if biggest > MAX_STEP:
-                parts = [p * (MAX_STEP / biggest) for p in parts]
-                total *= MAX_STEP / biggest
             dq = np.zeros(sk.size)
             dq[cols] = total * scale
             over = violating(sk, q, dq, movable)[cols] & free
@@ -167,16 +167,18 @@ def solve(problem: Problem, q0) -> SolveResult:
         iterations += 1
 
         # Line search, level by level: a level met now takes its part as it is;
-        # otherwise its part is halved until its weighted error does not grow, and the
-        # levels above it lose (beyond tolerance) at most DRIFT_SHARE of what it gains.
+        # otherwise its part is halved until the level is no further from its goals than
+        # at the start of the iteration, and the levels above it lose (beyond tolerance,
+        # from where their own parts took them) at most DRIFT_SHARE of the distance it
+        # gained. Total drift is then bounded by the lower levels' total progress.
         taken = np.zeros(cols.size)
         new_q, new_kin = None, None
-        reference = errors
+        start = [level_distance(errors, g) for g in groups]
+        reference = list(start)
         for level, (group, part) in enumerate(zip(groups, parts)):
             if not part.any():
                 continue
             met = bool(np.all(errors[group] <= tol))
-            before = level_cost(reference, group)
             beta = 1.0
             for _halving in range(MAX_HALVINGS):
                 trial = sk.clamp(q + _dq(sk, cols, taken + beta * part, scale))
@@ -185,13 +187,15 @@ def solve(problem: Problem, q0) -> SolveResult:
                     break
                 trial_kin = sk.forward(trial)
                 trial_errors = goal_errors(goals, trial_kin)
-                after = level_cost(trial_errors, group)
+                gain = start[level] - level_distance(trial_errors, group)
                 drift = sum(
-                    max(0.0, level_cost(trial_errors, g) - max(level_cost(reference, g), floor[m]))
+                    max(0.0, level_distance(trial_errors, g) - max(reference[m], tol))
                     for m, g in enumerate(groups[:level])
                 )
-                if after <= before * (1.0 + 1e-12) and drift <= DRIFT_SHARE * (before - after):
-                    taken, new_q, new_kin, reference = taken + beta * part, trial, trial_kin, trial_errors
+                if gain >= -1e-15 * start[level] and drift <= DRIFT_SHARE * max(gain, 0.0):
+                    taken, new_q, new_kin = taken + beta * part, trial, trial_kin
+                    reference[level] = level_distance(trial_errors, group)
+                    reference[:level] = [level_distance(trial_errors, g) for g in groups[:level]]
                     break
                 beta *= 0.5
         if new_q is None or np.abs(new_q - q).max(initial=0.0) < 1e-12:
