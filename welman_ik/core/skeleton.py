@@ -88,8 +88,27 @@ class Skeleton:
         levels = [np.flatnonzero(depth == d) for d in range(int(depth.max(initial=-1)) + 1)]
         object.__setattr__(self, "ancestors", ancestors)
         object.__setattr__(self, "levels", levels)
-        # Parent index into the frame stack, where slot n holds the base frame.
-        object.__setattr__(self, "_parent_slot", np.where(parent < 0, n, parent))
+        # Forward kinematics by pointer jumping: slot n holds the base frame, slot n + 1
+        # the identity. Each round composes every frame with the partial product of the
+        # joint its pointer names and doubles the pointer, so a tree of depth d takes
+        # ceil(log2(d + 2)) batched products instead of d.
+        pointer = np.concatenate([np.where(parent < 0, n, parent), [n + 1, n + 1]])
+        rounds = []
+        while np.any(pointer[: n + 1] != n + 1):
+            rounds.append(pointer)
+            pointer = pointer[pointer]
+        object.__setattr__(self, "_rounds", rounds)
+        # With rotations and uniform scales only, a hinge's Jacobian column is simply
+        # unit(world axis) x (p - o); shears or non-uniform scales need the general form.
+        linear = np.concatenate([self.rest[:, :3, :3], self.base[None, :3, :3]])
+        gram = np.einsum("kji,kjl->kil", linear, linear)
+        scale2 = np.trace(gram, axis1=1, axis2=2)[:, None, None] / 3.0
+        object.__setattr__(self, "conformal", bool(np.allclose(gram, scale2 * np.eye(3), atol=1e-12)))
+        # Mirroring frames flip the cross product: +-1 per joint, from the fixed transforms.
+        flips = np.sign(np.linalg.det(self.rest[:, :3, :3]))
+        handedness = np.array([np.prod(flips[ancestors[i]]) for i in range(n)]) * np.sign(
+            np.linalg.det(self.base[:3, :3]))
+        object.__setattr__(self, "handedness", handedness)
 
     @property
     def size(self) -> int:
@@ -107,13 +126,13 @@ class Skeleton:
         rev = ~self.prismatic
         motion[rev, :3, :3] = axis_angle_matrices(self.axis[rev], q[rev])
         motion[self.prismatic, :3, 3] = self.axis[self.prismatic] * q[self.prismatic, None]
-        local = self.rest @ motion
-        frames = np.empty((n + 1, 4, 4))
-        frames[n] = self.base
-        slot = self._parent_slot
-        for level in self.levels:
-            frames[level] = frames[slot[level]] @ local[level]
-        return Kinematics(self, q, frames[:n])
+        stack = np.empty((n + 2, 4, 4))
+        stack[:n] = self.rest @ motion
+        stack[n] = self.base
+        stack[n + 1] = np.eye(4)
+        for pointer in self._rounds:
+            stack = stack[pointer] @ stack
+        return Kinematics(self, q, stack[:n])
 
 
 class Kinematics:
@@ -150,12 +169,17 @@ class Kinematics:
         when the frame's linear part A is a rotation; prismatic column: A a.
         """
         sk = self.skeleton
-        linear = self.frames[:, :3, :3]
-        if self._linear_inverse is None:
-            self._linear_inverse = np.linalg.inv(linear)
         rel = points[:, None, :] - self.origins[None, :, :]  # (k, n, 3)
-        rel_local = np.einsum("nij,knj->kni", self._linear_inverse, rel)
-        cols = np.einsum("nij,knj->kni", linear, np.cross(sk.axis[None], rel_local))
+        if sk.conformal:
+            axes = self.world_axes
+            unit = axes * (sk.handedness / np.linalg.norm(axes, axis=1))[:, None]
+            cols = np.cross(unit, rel)
+        else:
+            linear = self.frames[:, :3, :3]
+            if self._linear_inverse is None:
+                self._linear_inverse = np.linalg.inv(linear)
+            rel_local = np.einsum("nij,knj->kni", self._linear_inverse, rel)
+            cols = np.einsum("nij,knj->kni", linear, np.cross(sk.axis[None], rel_local))
         cols[:, sk.prismatic] = self.world_axes[sk.prismatic]
         cols *= sk.ancestors[joints][:, :, None]
         return cols.transpose(0, 2, 1)

@@ -68,7 +68,7 @@ def solve(problem: Problem, q0) -> SolveResult:
         origins = kin.origins
         world_axes = kin.world_axes
         # A mirrored frame turns a positive joint angle into a negative world rotation.
-        handedness = np.sign(np.linalg.det(kin.frames[:, :3, :3]))
+        handedness = sk.handedness
         for j in order:
             sel = distal[:, j]
             ww = w[sel]
