@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 OUT := out
 RUFF_ARGS := --line-length 120 --target-version py311 --ignore RUF012
 
-.PHONY: all venv demo test test-core test-blender lint bench clean
+.PHONY: all venv demo test test-core test-blender lint bench package clean
 
 all: test
 
@@ -36,6 +36,10 @@ lint: venv
 ## bench: time per drag step against Blender's own IK
 bench: venv
 	$(PY) scripts/bench_drag.py
+
+## package: the extension .zip, built and validated by Blender's own extension tool
+package: venv
+	$(PY) scripts/package.py --output $(OUT)
 
 clean:
 	rm -rf $(OUT) .pytest_cache .ruff_cache
