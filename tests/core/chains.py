@@ -103,10 +103,10 @@ def affine_base(rng: np.random.Generator) -> np.ndarray:
 
 
 def weighted_error(problem: Problem, q: np.ndarray) -> float:
-    """The weighted squared error the CCD and Jacobian-transpose solvers descend:
-    sum over goals of effective weight times squared distance."""
+    """The weighted squared error the CCD and Jacobian-transpose solvers descend (for goals
+    of one priority level): sum over goals of weight times squared distance."""
     kin = problem.skeleton.forward(q)
-    _, points, targets, w = _pairs(problem, kin, problem.effective_weights())
+    _, points, targets, w = _pairs(problem, kin, np.array([g.weight for g in problem.goals]))
     return weighted_cost(points, targets, w)
 
 

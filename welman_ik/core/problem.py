@@ -25,8 +25,6 @@ class Problem:
     damping:    the SR-inverse's k, relative to the squared size of the moving tree
                 (so that the solution does not depend on the units).
     time_budget: seconds; a solve stops early after this (None: no limit).
-    priority_weight: CCD and the Jacobian transpose have no null-space projection, so
-                each lower priority level's weight is scaled by this factor instead.
     """
 
     skeleton: Skeleton
@@ -36,7 +34,6 @@ class Problem:
     max_iterations: int = 100
     damping: float = 1e-3
     time_budget: float | None = None
-    priority_weight: float = 1e-3
 
     def movable(self) -> np.ndarray:
         """(n,) bool: joints that may move in this solve."""
@@ -48,12 +45,6 @@ class Problem:
 
     def deadline(self) -> float:
         return np.inf if self.time_budget is None else time.perf_counter() + self.time_budget
-
-    def effective_weights(self) -> np.ndarray:
-        """Goal weights with the priority factor folded in (for solvers without priorities)."""
-        return np.array(
-            [g.weight * self.priority_weight ** g.priority for g in self.goals], dtype=float
-        )
 
 
 @dataclass
@@ -70,6 +61,16 @@ class SolveResult:
     @property
     def max_error(self) -> float:
         return float(self.errors.max(initial=0.0))
+
+
+def level_weights(problem: Problem) -> tuple[np.ndarray, np.ndarray]:
+    """Goal weights, and the same with every goal below the first priority level at 0
+    (for the solvers that have no null space and handle priority by alternating)."""
+    weights = np.array([g.weight for g in problem.goals], dtype=float)
+    if not problem.goals:
+        return weights, weights
+    first = min(g.priority for g in problem.goals)
+    return weights, np.where([g.priority == first for g in problem.goals], weights, 0.0)
 
 
 def goal_errors(goals: Sequence[Goal], kin: Kinematics) -> np.ndarray:

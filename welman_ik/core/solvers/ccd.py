@@ -20,7 +20,7 @@ import time
 
 import numpy as np
 
-from ..problem import Problem, SolveResult, check_start, finish, goal_errors
+from ..problem import Problem, SolveResult, check_start, finish, goal_errors, level_weights
 
 
 def _pairs(problem: Problem, kin, weights):
@@ -40,11 +40,62 @@ def weighted_cost(points: np.ndarray, targets: np.ndarray, w: np.ndarray) -> flo
     return float(np.sum(w * np.sum((targets - points) ** 2, axis=1)))
 
 
+def _sweep(problem: Problem, q: np.ndarray, kin, weights: np.ndarray, order: np.ndarray) -> np.ndarray:
+    """One sweep from the leaves to the root; returns the new joint values."""
+    sk = problem.skeleton
+    q = q.copy()
+    joints, points, targets, w = _pairs(problem, kin, weights)
+    distal = sk.ancestors[joints]  # (k, n): pair k moves with joint j
+    origins = kin.origins
+    world_axes = kin.world_axes
+    handedness = sk.handedness  # a mirrored frame turns a positive angle into a negative rotation
+    for j in order:
+        sel = distal[:, j]
+        ww = w[sel]
+        total = float(ww.sum())
+        if not sel.any() or total <= 0.0:
+            continue
+        o = origins[j]
+        p = points[sel] - o
+        d = targets[sel] - o
+        if sk.prismatic[j]:
+            v = world_axes[j]
+            step = float(ww @ ((d - p) @ v)) / (total * float(v @ v))
+        else:
+            a = world_axes[j] / np.linalg.norm(world_axes[j])
+            pa, da = p @ a, d @ a
+            k1 = float(ww @ (da * pa))
+            k2 = float(ww @ np.einsum("ij,ij->i", d, p))
+            k3 = float(a @ (ww @ np.cross(p, d)))
+            step = handedness[j] * math.atan2(k3, k2 - k1)
+        step *= sk.mobility[j]
+        new = min(max(q[j] + step, sk.lower[j]), sk.upper[j])
+        step = new - q[j]
+        if step == 0.0:
+            continue
+        q[j] = new
+        if sk.prismatic[j]:
+            points[sel] += step * world_axes[j]
+        else:
+            c, s = math.cos(handedness[j] * step), math.sin(handedness[j] * step)
+            rotated = p * c + np.cross(a, p) * s + a * (p @ a)[:, None] * (1.0 - c)
+            points[sel] = o + rotated
+    return q
+
+
 def solve(problem: Problem, q0) -> SolveResult:
+    """Sweeps until every goal is met, the pose stops changing, or the budget runs out.
+
+    With several priority levels each iteration is two sweeps: one over every goal (by
+    its own weight), so the drag can move the joints the pins share, then one over the
+    first level alone, so the pins are restored; the first level is what the last sweep
+    leaves exact when goals conflict.
+    """
     sk = problem.skeleton
     q = check_start(problem, q0)
     deadline = problem.deadline()
-    weights = problem.effective_weights()
+    weights, first_level = level_weights(problem)
+    phases = [weights] if np.array_equal(weights, first_level) else [weights, first_level]
     order = np.flatnonzero(problem.movable())[::-1]
     history: list[float] = []
     sweeps = 0
@@ -55,50 +106,20 @@ def solve(problem: Problem, q0) -> SolveResult:
         history.append(float(errors.max(initial=0.0)))
         if np.all(errors <= problem.tolerance) or time.perf_counter() > deadline:
             break
-        joints, points, targets, w = _pairs(problem, kin, weights)
-        cost = weighted_cost(points, targets, w)
-        if cost >= previous_cost * (1.0 - 1e-12):
-            # A fixed point. Under a sheared or non-uniformly scaled frame a hinge is not
-            # a rigid world rotation and a sweep can overshoot: keep the better pose.
-            if cost > previous_cost:
-                q = previous_q
-            break
-        previous_cost, previous_q = cost, q.copy()
-        distal = sk.ancestors[joints]  # (k, n): pair k moves with joint j
-        origins = kin.origins
-        world_axes = kin.world_axes
-        # A mirrored frame turns a positive joint angle into a negative world rotation.
-        handedness = sk.handedness
-        for j in order:
-            sel = distal[:, j]
-            ww = w[sel]
-            total = float(ww.sum())
-            if not sel.any() or total <= 0.0:
-                continue
-            o = origins[j]
-            p = points[sel] - o
-            d = targets[sel] - o
-            if sk.prismatic[j]:
-                v = world_axes[j]
-                step = float(ww @ ((d - p) @ v)) / (total * float(v @ v))
-            else:
-                a = world_axes[j] / np.linalg.norm(world_axes[j])
-                pa, da = p @ a, d @ a
-                k1 = float(ww @ (da * pa))
-                k2 = float(ww @ np.einsum("ij,ij->i", d, p))
-                k3 = float(a @ (ww @ np.cross(p, d)))
-                step = handedness[j] * math.atan2(k3, k2 - k1)
-            step *= sk.mobility[j]
-            new = min(max(q[j] + step, sk.lower[j]), sk.upper[j])
-            step = new - q[j]
-            if step == 0.0:
-                continue
-            q[j] = new
-            if sk.prismatic[j]:
-                points[sel] += step * world_axes[j]
-            else:
-                c, s = math.cos(handedness[j] * step), math.sin(handedness[j] * step)
-                rotated = p * c + np.cross(a, p) * s + a * (p @ a)[:, None] * (1.0 - c)
-                points[sel] = o + rotated
+        if len(phases) == 1:
+            _, points, targets, w = _pairs(problem, kin, weights)
+            cost = weighted_cost(points, targets, w)
+            if cost >= previous_cost * (1.0 - 1e-12):
+                # A fixed point. Under a sheared or non-uniformly scaled frame a hinge is
+                # not a rigid world rotation and a sweep can overshoot: keep the better pose.
+                if cost > previous_cost:
+                    q = previous_q
+                break
+            previous_cost, previous_q = cost, q.copy()
+        start = q
+        for i, phase in enumerate(phases):
+            q = _sweep(problem, q, kin if i == 0 else sk.forward(q), phase, order)
         sweeps += 1
+        if np.abs(q - start).max(initial=0.0) < 1e-14:
+            break
     return finish(problem, q, sweeps, history)

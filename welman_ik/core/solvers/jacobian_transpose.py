@@ -10,8 +10,11 @@ Safeguard: a step that would increase the weighted error is halved until it does
 (backtracking), and alpha grows back towards 1 after each accepted step, so the method
 never diverges. Joint steps are clipped to the limits.
 
+With several priority levels each iteration takes a step on every goal, then one on the
+first level alone, which is therefore what holds when goals conflict.
+
 Like Welman reports, the method crawls near singular configurations: a straight chain
-pulled inward along its own axis has J^T e = 0 and barely moves.
+pulled inward along its own axis has J^T e = 0 and does not move.
 """
 
 from __future__ import annotations
@@ -20,59 +23,77 @@ import time
 
 import numpy as np
 
-from ..problem import Problem, SolveResult, check_start, finish, goal_errors, stacked
+from ..problem import Problem, SolveResult, check_start, finish, goal_errors, level_weights, stacked
 from .ccd import _pairs, weighted_cost
 
 MAX_STEP = 0.5  # largest revolute step per iteration [rad]
 MAX_HALVINGS = 30
 
 
-def solve(problem: Problem, q0) -> SolveResult:
-    sk = problem.skeleton
-    q = check_start(problem, q0)
-    deadline = problem.deadline()
-    weights = problem.effective_weights()
-    movable = problem.movable()
-    history: list[float] = []
-    alpha = 1.0
-    iterations = 0
+class _Descent:
+    """Backtracking gradient steps on one weighting of the goals."""
 
-    def cost_at(qq):
-        kin = sk.forward(qq)
-        _, pts, tgts, w = _pairs(problem, kin, weights)
-        return weighted_cost(pts, tgts, w), kin
+    def __init__(self, problem: Problem, weights: np.ndarray):
+        self.problem = problem
+        self.weights = weights
+        self.alpha = 1.0
 
-    cost, kin = cost_at(q)
-    for _ in range(problem.max_iterations):
-        errors = goal_errors(problem.goals, kin)
-        history.append(float(errors.max(initial=0.0)))
-        if np.all(errors <= problem.tolerance) or time.perf_counter() > deadline:
-            break
-        e, jac = stacked(problem.goals, kin, weights)
+    def cost(self, kin) -> float:
+        _, points, targets, w = _pairs(self.problem, kin, self.weights)
+        return weighted_cost(points, targets, w)
+
+    def step(self, q: np.ndarray, kin, movable: np.ndarray):
+        """One accepted step from q: (new q, its kinematics), or None if none helps."""
+        sk = self.problem.skeleton
+        e, jac = stacked(self.problem.goals, kin, self.weights)
         gradient = jac.T @ e
-        joints, points, _, w = _pairs(problem, kin, weights)
+        joints, points, _, w = _pairs(self.problem, kin, self.weights)
         distal = sk.ancestors[joints]  # (k, n)
         arm2 = np.sum((points[:, None, :] - kin.origins[None, :, :]) ** 2, axis=2)
         lever2 = np.where(sk.prismatic[None, :], np.sum(kin.world_axes**2, axis=1)[None, :], arm2)
         denominator = np.sum(w[:, None] * distal * lever2, axis=0)
         gain = np.where(movable & (denominator > 0), sk.mobility / np.maximum(denominator, 1e-300), 0.0)
         direction = gain * gradient
-        accepted = False
+        cost = self.cost(kin)
         for _h in range(MAX_HALVINGS):
-            dq = alpha * direction
+            dq = self.alpha * direction
             biggest = np.abs(dq[~sk.prismatic]).max(initial=0.0)
             if biggest > MAX_STEP:
                 dq *= MAX_STEP / biggest
             trial = sk.clamp(q + dq)
-            new_cost, new_kin = cost_at(trial)
-            if new_cost <= cost:
-                accepted = True
-                break
-            alpha *= 0.5
-        iterations += 1
-        if not accepted or np.abs(trial - q).max(initial=0.0) < 1e-15:
+            if np.abs(trial - q).max(initial=0.0) < 1e-15:
+                return None
+            trial_kin = sk.forward(trial)
+            if self.cost(trial_kin) <= cost:
+                self.alpha = min(1.0, self.alpha * 1.5)
+                return trial, trial_kin
+            self.alpha *= 0.5
+        return None
+
+
+def solve(problem: Problem, q0) -> SolveResult:
+    sk = problem.skeleton
+    q = check_start(problem, q0)
+    deadline = problem.deadline()
+    movable = problem.movable()
+    weights, first_level = level_weights(problem)
+    phases = [_Descent(problem, weights)]
+    if not np.array_equal(weights, first_level):
+        phases.append(_Descent(problem, first_level))
+    history: list[float] = []
+    iterations = 0
+    kin = sk.forward(q)
+    for _ in range(problem.max_iterations):
+        errors = goal_errors(problem.goals, kin)
+        history.append(float(errors.max(initial=0.0)))
+        if np.all(errors <= problem.tolerance) or time.perf_counter() > deadline:
             break
-        q = trial
-        cost, kin = new_cost, new_kin
-        alpha = min(1.0, alpha * 1.5)
+        iterations += 1
+        moved = False
+        for phase in phases:
+            taken = phase.step(q, kin, movable)
+            if taken is not None:
+                (q, kin), moved = taken, True
+        if not moved:
+            break
     return finish(problem, q, iterations, history)

@@ -33,7 +33,7 @@ from ..problem import Problem, SolveResult, check_start, finish, goal_errors, st
 MAX_STEP = 0.5  # largest joint step per iteration [rad, or tree sizes]
 LIMIT_PASSES = 4
 MAX_HALVINGS = 12
-DRIFT_SHARE = 0.01  # how much higher levels may lose per unit a lower level gains
+DRIFT_SHARE = 0.1  # how much higher levels may lose per unit a lower level gains
 
 
 def sr_inverse(a: np.ndarray, e: np.ndarray, k: float) -> np.ndarray:
