@@ -13,8 +13,8 @@ for path in (ROOT, ROOT / "scripts"):
     if str(path) not in sys.path:
         sys.path.insert(0, str(path))
 
-import bpy  # noqa: E402
-import scenes  # noqa: E402
+import bpy
+import scenes
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 
@@ -69,3 +69,24 @@ def channels(obj) -> dict:
 
 def drag(bone: str, target, anchor: float = 1.0):
     return bpy.ops.welman_ik.drag(bone=bone, target=tuple(float(v) for v in target), anchor=anchor)
+
+
+def pins_state(obj) -> list:
+    """Every pin's stored fields, for before/after comparisons."""
+    return [
+        (p.bone, p.kind, p.anchor, tuple(p.location), tuple(p.rotation), p.weight, p.enabled)
+        for p in obj.welman_ik.pins
+    ]
+
+
+def set_rotation_mode(obj, mode: str) -> None:
+    """Put every pose bone of ``obj`` in rotation mode ``mode`` (the pose at rest)."""
+    for pb in obj.pose.bones:
+        pb.rotation_mode = mode
+
+
+def pin(obj, names, **options) -> None:
+    """Pin bones ``names`` where they are now through the operator, then deselect all."""
+    scenes.select(obj, names)
+    assert bpy.ops.welman_ik.pin(**options) == {"FINISHED"}
+    scenes.select(obj, ())

@@ -1,11 +1,13 @@
 """Armature to hinge tree and back.
 
 Each participating pose bone becomes three hinges at its head, one per Euler angle of
-its rotation relative to rest (the bone's own Euler order, or ``HINGE_ORDER`` for
-quaternion and axis-angle bones), so Blender's per-axis IK locks, limits and stiffness
-map onto single joints. The root bone's location channels become three sliding joints
-along its rest axes. Bones and axes the solver must not move stay in the tree as frozen
-joints, which keeps every bone's frame (and every pin) exact.
+its rotation relative to rest in ``HINGE_ORDER``, so Blender's per-axis IK locks, limits
+and stiffness map onto single joints. The hinges are the same whatever the rotation mode
+(which only decides how the result is stored), so every mode gives the same pose; only
+an Euler bone with a locked rotation channel or an IK limit gets hinges in its own order,
+so that the lock or limit holds exactly on its channel. The root bone's location channels
+become three sliding joints along its rest axes. Bones and axes the solver must not move
+stay in the tree as frozen joints, which keeps every bone's frame (and every pin) exact.
 """
 
 from __future__ import annotations
@@ -27,8 +29,14 @@ class RigError(ValueError):
 
 
 def bone_order(pose_bone) -> str:
+    """The Euler order of a bone's hinges: ``HINGE_ORDER``, or the bone's own Euler order
+    when one of its rotation channels is locked or IK-limited."""
     mode = pose_bone.rotation_mode
-    return mode if mode in EULER_ORDERS else HINGE_ORDER
+    if mode in EULER_ORDERS and (
+        any(pose_bone.lock_rotation) or any(getattr(pose_bone, f"use_ik_limit_{a}") for a in "xyz")
+    ):
+        return mode
+    return HINGE_ORDER
 
 
 def bone_quaternion(pose_bone) -> Quaternion:
@@ -41,11 +49,13 @@ def bone_quaternion(pose_bone) -> Quaternion:
     return pose_bone.rotation_euler.to_quaternion()
 
 
-def bone_euler(pose_bone) -> Euler:
-    """The bone's rotation as Euler angles in its hinge order."""
-    if pose_bone.rotation_mode in EULER_ORDERS:
+def bone_euler(pose_bone, order: str = HINGE_ORDER) -> Euler:
+    """The bone's rotation as Euler angles in ``order`` (its hinge order)."""
+    if pose_bone.rotation_mode == order:
         return pose_bone.rotation_euler.copy()
-    return bone_quaternion(pose_bone).to_euler(HINGE_ORDER)
+    if pose_bone.rotation_mode in EULER_ORDERS:
+        return pose_bone.rotation_euler.to_matrix().to_euler(order)
+    return bone_quaternion(pose_bone).to_euler(order)
 
 
 def _np(m: Matrix) -> np.ndarray:
@@ -139,7 +149,7 @@ class RigModel:
                 loc[:3, 3] = np.array(pb.location, dtype=float)
                 rel = rel @ loc
             order = bone_order(pb)
-            euler = bone_euler(pb)
+            euler = bone_euler(pb, order)
             hinges = {}
             for k, letter in enumerate(reversed(order)):  # Euler 'XYZ' is Rz @ Ry @ Rx
                 i = AXES.index(letter)
