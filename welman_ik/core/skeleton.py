@@ -29,6 +29,13 @@ def _skew(v: np.ndarray) -> np.ndarray:
     return k
 
 
+def cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """a x b over the last axis (broadcasting); cheaper than np.cross on small arrays."""
+    a0, a1, a2 = a[..., 0], a[..., 1], a[..., 2]
+    b0, b1, b2 = b[..., 0], b[..., 1], b[..., 2]
+    return np.stack([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0], axis=-1)
+
+
 def axis_angle_matrices(axis: np.ndarray, angle: np.ndarray) -> np.ndarray:
     """Rodrigues' formula for unit ``axis`` (n, 3) and ``angle`` (n,) radians -> (n, 3, 3)."""
     k = _skew(axis)
@@ -103,7 +110,10 @@ class Skeleton:
         linear = np.concatenate([self.rest[:, :3, :3], self.base[None, :3, :3]])
         gram = np.einsum("kji,kjl->kil", linear, linear)
         scale2 = np.trace(gram, axis1=1, axis2=2)[:, None, None] / 3.0
-        object.__setattr__(self, "conformal", bool(np.allclose(gram, scale2 * np.eye(3), atol=1e-12)))
+        # Blender's 32-bit matrices are orthogonal only to ~1e-6; a Jacobian that far off
+        # changes the steps, never the solution (the residuals stay exact).
+        object.__setattr__(self, "conformal", bool(np.allclose(gram, scale2 * np.eye(3), rtol=0.0,
+                                                               atol=1e-4 * float(scale2.max(initial=1.0)))))
         # Mirroring frames flip the cross product: +-1 per joint, from the fixed transforms.
         flips = np.sign(np.linalg.det(self.rest[:, :3, :3]))
         handedness = np.array([np.prod(flips[ancestors[i]]) for i in range(n)]) * np.sign(
@@ -160,7 +170,7 @@ class Kinematics:
     def points(self, joints: np.ndarray, local: np.ndarray) -> np.ndarray:
         """World positions (k, 3) of points ``local`` (k, 3) fixed in the frames of ``joints`` (k,)."""
         f = self.frames[joints]
-        return np.einsum("kij,kj->ki", f[:, :3, :3], local) + f[:, :3, 3]
+        return (f[:, :3, :3] @ local[:, :, None])[:, :, 0] + f[:, :3, 3]
 
     def point_jacobian(self, joints: np.ndarray, points: np.ndarray) -> np.ndarray:
         """d(point)/dq (k, 3, n) for world ``points`` (k, 3) riding on ``joints`` (k,).
@@ -173,13 +183,13 @@ class Kinematics:
         if sk.conformal:
             axes = self.world_axes
             unit = axes * (sk.handedness / np.linalg.norm(axes, axis=1))[:, None]
-            cols = np.cross(unit, rel)
+            cols = cross(unit[None], rel)
         else:
             linear = self.frames[:, :3, :3]
             if self._linear_inverse is None:
                 self._linear_inverse = np.linalg.inv(linear)
             rel_local = np.einsum("nij,knj->kni", self._linear_inverse, rel)
-            cols = np.einsum("nij,knj->kni", linear, np.cross(sk.axis[None], rel_local))
+            cols = np.einsum("nij,knj->kni", linear, cross(sk.axis[None], rel_local))
         cols[:, sk.prismatic] = self.world_axes[sk.prismatic]
         cols *= sk.ancestors[joints][:, :, None]
         return cols.transpose(0, 2, 1)
