@@ -5,6 +5,7 @@ Importing this package does not import bpy, so the core can be tested without Bl
 """
 
 import atexit
+import contextlib
 
 bl_info = {
     "name": "Welman IK",
@@ -46,7 +47,5 @@ def unregister() -> None:
 
 
 def _unregister_at_exit() -> None:
-    try:
+    with contextlib.suppress(Exception):  # Blender may already have torn down its types
         unregister()
-    except Exception:  # noqa: BLE001 - Blender may already have torn down its types
-        pass

@@ -68,6 +68,15 @@ def test_target_not_a_number(human):
     assert human.animation_data is None
 
 
+def test_infinite_target(human):
+    target = _hand_target(human)
+    target[0] = float("inf")
+    before = _state(human)
+    _refused("m away", drag, "hand.R", target)
+    assert _state(human) == before
+    assert human.animation_data is None
+
+
 def test_dragged_pinned_bone_with_nan_keeps_its_pin(human):
     """A pinned bone's pin moves with a drag of it; a refused drag leaves the pin in place."""
     target = world_point(human, "hand.L") + np.array([0.0, float("nan"), 0.0])

@@ -13,6 +13,7 @@ from . import keyframes
 from .rig import RigError, RigModel, chain_to_root
 
 SOLVABLE_PIN_KINDS = {"POSITION"}
+MAX_COORDINATE = 1e6  # metres; Blender stores infinity in a float property as ~3.4e38
 
 
 def anchor_world(obj, pose_bone, anchor: float) -> np.ndarray:
@@ -108,6 +109,8 @@ class DragSolver:
         target = np.asarray(target, dtype=float).reshape(3)
         if not np.all(np.isfinite(target)):
             raise RigError("The drag target is not a number (NaN or infinite)")
+        if np.abs(target).max() > MAX_COORDINATE:
+            raise RigError(f"The drag target is more than {MAX_COORDINATE:g} m away (infinite?)")
         self.drag_goal.target = target
         started = time.perf_counter()
         result = SOLVERS[self.settings.solver](self.problem(time_budget), self.q)

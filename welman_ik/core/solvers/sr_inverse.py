@@ -17,8 +17,10 @@ Joint limits: a joint that the step would carry past a limit is clamped at it,
 locked, and the step re-solved with the remaining joints (at most a few passes).
 
 Safeguard: each level's part of the step is halved until that level's weighted
-error does not grow (a level already within tolerance takes its part as it is), so a
-goal out of reach, or pins that conflict, never make the iteration oscillate.
+error does not grow and the levels above it lose at most a small share of what it gains
+(a level already within tolerance takes its part as it is), so a goal out of reach, or
+pins that conflict, never make the iteration oscillate. The last tenth of the budget
+serves the first level alone, so it ends as exact as it can be.
 """
 
 from __future__ import annotations
@@ -129,6 +131,9 @@ def solve(problem: Problem, q0) -> SolveResult:
 
     history: list[float] = []
     iterations = 0
+    # The last iterations of the budget serve the first level alone: when a lower level
+    # cannot be met (a drag out of reach), what it drifted the first level by is undone.
+    polish_from = problem.max_iterations - max(3, problem.max_iterations // 10)
     for _ in range(problem.max_iterations):
         errors = goal_errors(goals, kin)
         history.append(float(errors.max(initial=0.0)))
@@ -165,6 +170,8 @@ def solve(problem: Problem, q0) -> SolveResult:
             fixed_x[over] = clamp_step(sk, q, dq)[cols][over] / scale[over]
             free &= ~over
         iterations += 1
+        if iterations > polish_from and len(parts) > 1:
+            parts = parts[:1] + [np.zeros_like(p) for p in parts[1:]]
 
         # Line search, level by level: a level met now takes its part as it is;
         # otherwise its part is halved until the level is no further from its goals than
