@@ -86,7 +86,7 @@ class WELMAN_IK_Settings(bpy.types.PropertyGroup):
     )
     damping: FloatProperty(
         name="Damping", min=0.0, soft_max=1.0, default=1e-3, precision=5,
-        description="The SR inverse's k, relative to the squared size of the moving body",
+        description="The SR inverse's k, relative to the scale of each task's Jacobian",
     )
     pins_first: BoolProperty(
         name="Pins First", default=True,

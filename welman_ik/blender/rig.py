@@ -234,6 +234,20 @@ class RigModel:
         return moved
 
 
+def euler_quaternion(angles, order: str) -> np.ndarray:
+    """(w, x, y, z) of Euler ``angles`` (x, y, z) [rad] in Blender's ``order``, in double
+    precision (mathutils works in single precision, which costs ~1e-5 m at arm's length)."""
+    q = np.array([1.0, 0.0, 0.0, 0.0])
+    for letter in order:  # 'XYZ' applies X first: q = qz * qy * qx
+        i = AXES.index(letter)
+        half = 0.5 * float(angles[i])
+        step = np.zeros(4)
+        step[0], step[1 + i] = np.cos(half), np.sin(half)
+        w1, v1, w2, v2 = step[0], step[1:], q[0], q[1:]
+        q = np.concatenate([[w1 * w2 - v1 @ v2], w1 * v2 + w2 * v1 + np.cross(v1, v2)])
+    return q
+
+
 def set_rotation(pose_bone, euler: Euler) -> None:
     """Write a rotation in the bone's own mode, continuous with its previous value."""
     mode = pose_bone.rotation_mode
@@ -241,14 +255,13 @@ def set_rotation(pose_bone, euler: Euler) -> None:
         pose_bone.rotation_euler = euler.to_matrix().to_euler(mode, pose_bone.rotation_euler) \
             if euler.order != mode else euler
         return
-    quat = euler.to_quaternion()
+    quat = euler_quaternion(euler, euler.order)
+    if quat @ np.array(bone_quaternion(pose_bone)) < 0.0:  # stay on the previous hemisphere
+        quat = -quat
     if mode == "QUATERNION":
-        if quat.dot(pose_bone.rotation_quaternion) < 0.0:
-            quat.negate()
         pose_bone.rotation_quaternion = quat
     else:  # AXIS_ANGLE
-        previous = bone_quaternion(pose_bone)
-        if quat.dot(previous) < 0.0:
-            quat.negate()
-        axis, angle = quat.to_axis_angle()
+        norm = float(np.linalg.norm(quat[1:]))
+        angle = 2.0 * np.arctan2(norm, quat[0])
+        axis = quat[1:] / norm if norm > 0.0 else np.array([0.0, 1.0, 0.0])
         pose_bone.rotation_axis_angle = (angle, *axis)

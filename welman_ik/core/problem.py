@@ -22,8 +22,8 @@ class Problem:
                 Joints with zero mobility never move either way.
     tolerance:  a goal within this distance [m] is met.
     max_iterations: iterations (CCD: sweeps) per solve.
-    damping:    the SR-inverse's k, relative to the squared size of the moving tree
-                (so that the solution does not depend on the units).
+    damping:    the SR-inverse's k, relative to the scale of each task's Jacobian
+                (so that the solution does not depend on units or joint weights).
     time_budget: seconds; a solve stops early after this (None: no limit).
     """
 

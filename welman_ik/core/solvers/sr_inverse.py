@@ -11,7 +11,9 @@ applied to its Jacobian restricted to the null space N of all higher levels:
 (V spans the rows of J_0..J_l-1), so pins (level 0) hold while the drag (level 1)
 takes what freedom is left, or the other way round. Rows are divided by the tree's
 size and prismatic columns multiplied by it, so k and the result do not depend on
-units; columns are scaled by sqrt(mobility), giving the mobility-weighted least-norm step.
+units. Columns are scaled by sqrt(mobility) / m**0.5, where m counts the joints a joint
+moves: the least-norm step then prefers the limbs to the trunk and the root (as an
+animator would), and stiff joints move less.
 
 Joint limits: a joint that the step would carry past a limit is clamped at it,
 locked, and the step re-solved with the remaining joints (at most a few passes).
@@ -35,15 +37,20 @@ from ..problem import Problem, SolveResult, check_start, finish, goal_errors, st
 MAX_STEP = 0.5  # largest joint step per iteration [rad, or tree sizes]
 LIMIT_PASSES = 4
 MAX_HALVINGS = 12
+SLIDE_SCALE = 0.1  # a root slide of one tenth of the body costs what one radian does
+INERTIA_POWER = 0.5  # a joint that moves m joints costs m**0.5 times more per unit step
+DAMPING_FACTOR = 4.0
+MAX_DAMPING = 1.0
 DRIFT_SHARE = 0.1  # how much higher levels may lose per unit a lower level gains
 
 
 def sr_inverse(a: np.ndarray, e: np.ndarray, k: float) -> np.ndarray:
-    """A^T (A A^T + k I)^-1 e."""
+    """A^T (A A^T + k s I)^-1 e, with s the mean of diag(A A^T): the damping is relative to
+    the task's own scale, so it means the same whatever the units and joint weights."""
     if a.shape[0] == 0 or a.shape[1] == 0:
         return np.zeros(a.shape[1])
     gram = a @ a.T
-    gram[np.diag_indices_from(gram)] += k
+    gram[np.diag_indices_from(gram)] += k * max(float(np.trace(gram)) / gram.shape[0], 1e-300)
     return a.T @ np.linalg.solve(gram, e)
 
 
@@ -121,7 +128,12 @@ def solve(problem: Problem, q0) -> SolveResult:
 
     kin = sk.forward(q)
     size = kin.size_scale(np.array([g.point_pairs(kin)[2][0] for g in goals]) if goals else None)
-    col_scale = np.where(sk.prismatic, size, 1.0) * np.sqrt(np.clip(sk.mobility, 0.0, 1.0))
+    subtree = sk.ancestors.sum(axis=0)  # joints moved by each joint, itself included
+    col_scale = (np.where(sk.prismatic, SLIDE_SCALE * size, 1.0) * np.sqrt(np.clip(sk.mobility, 0.0, 1.0))
+                 / subtree**INERTIA_POWER)
+    # Each level's damping adapts as in Levenberg-Marquardt: raised when the level's full
+    # step is refused (large residuals, such as a goal out of reach, make Gauss-Newton
+    # steps overshoot), lowered back toward the setting when it is taken.
     damping = [problem.damping] * len(groups)
 
     def level_distance(errs, group) -> float:
@@ -201,9 +213,13 @@ def solve(problem: Problem, q0) -> SolveResult:
                 )
                 if gain >= -1e-15 * start[level] and drift <= DRIFT_SHARE * max(gain, 0.0):
                     taken, new_q, new_kin = taken + beta * part, trial, trial_kin
+                    if beta == 1.0:
+                        damping[level] = max(problem.damping, damping[level] / DAMPING_FACTOR)
                     reference[level] = level_distance(trial_errors, group)
                     reference[:level] = [level_distance(trial_errors, g) for g in groups[:level]]
                     break
+                if beta == 1.0:
+                    damping[level] = min(damping[level] * DAMPING_FACTOR, MAX_DAMPING)
                 beta *= 0.5
         if new_q is None or np.abs(new_q - q).max(initial=0.0) < 1e-12:
             nudged = escape_nudge(problem, groups, q, errors, movable)
