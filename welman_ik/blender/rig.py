@@ -12,6 +12,7 @@ stay in the tree as frozen joints, which keeps every bone's frame (and every pin
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -237,15 +238,17 @@ class RigModel:
 def euler_quaternion(angles, order: str) -> np.ndarray:
     """(w, x, y, z) of Euler ``angles`` (x, y, z) [rad] in Blender's ``order``, in double
     precision (mathutils works in single precision, which costs ~1e-5 m at arm's length)."""
-    q = np.array([1.0, 0.0, 0.0, 0.0])
+    w, x, y, z = 1.0, 0.0, 0.0, 0.0
     for letter in order:  # 'XYZ' applies X first: q = qz * qy * qx
         i = AXES.index(letter)
-        half = 0.5 * float(angles[i])
-        step = np.zeros(4)
-        step[0], step[1 + i] = np.cos(half), np.sin(half)
-        w1, v1, w2, v2 = step[0], step[1:], q[0], q[1:]
-        q = np.concatenate([[w1 * w2 - v1 @ v2], w1 * v2 + w2 * v1 + np.cross(v1, v2)])
-    return q
+        c, s = math.cos(0.5 * angles[i]), math.sin(0.5 * angles[i])
+        if i == 0:
+            w, x, y, z = c * w - s * x, c * x + s * w, c * y - s * z, c * z + s * y
+        elif i == 1:
+            w, x, y, z = c * w - s * y, c * x + s * z, c * y + s * w, c * z - s * x
+        else:
+            w, x, y, z = c * w - s * z, c * x - s * y, c * y + s * x, c * z + s * w
+    return np.array([w, x, y, z])
 
 
 def set_rotation(pose_bone, euler: Euler) -> None:

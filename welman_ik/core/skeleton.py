@@ -153,6 +153,7 @@ class Kinematics:
         self.q = q
         self.frames = frames  # (n, 4, 4) world frame of each joint after its motion
         self._axes = None
+        self._signed_unit_axes = None
         self._linear_inverse = None
 
     @property
@@ -181,9 +182,10 @@ class Kinematics:
         sk = self.skeleton
         rel = points[:, None, :] - self.origins[None, :, :]  # (k, n, 3)
         if sk.conformal:
-            axes = self.world_axes
-            unit = axes * (sk.handedness / np.linalg.norm(axes, axis=1))[:, None]
-            cols = cross(unit[None], rel)
+            if self._signed_unit_axes is None:
+                axes = self.world_axes
+                self._signed_unit_axes = axes * (sk.handedness / np.linalg.norm(axes, axis=1))[:, None]
+            cols = cross(self._signed_unit_axes[None], rel)
         else:
             linear = self.frames[:, :3, :3]
             if self._linear_inverse is None:
@@ -191,7 +193,7 @@ class Kinematics:
             rel_local = np.einsum("nij,knj->kni", self._linear_inverse, rel)
             cols = np.einsum("nij,knj->kni", linear, cross(sk.axis[None], rel_local))
         cols[:, sk.prismatic] = self.world_axes[sk.prismatic]
-        cols *= sk.ancestors[joints][:, :, None]
+        cols *= sk.ancestors[joints][:, :, None]  # only joints above a point move it
         return cols.transpose(0, 2, 1)
 
     def size_scale(self, extra_points: np.ndarray | None = None) -> float:

@@ -23,13 +23,14 @@ class PositionGoal(Goal):
             raise ValueError("position goal needs a finite target and point")
 
     def point(self, kin: Kinematics) -> np.ndarray:
-        return kin.points(self.joint, self.local)[0]
+        frame = kin.frames[self.joint[0]]
+        return frame[:3, :3] @ self.local[0] + frame[:3, 3]
 
     def residual(self, kin: Kinematics) -> np.ndarray:
         return self.target - self.point(kin)
 
     def jacobian(self, kin: Kinematics) -> np.ndarray:
-        return kin.point_jacobian(self.joint, kin.points(self.joint, self.local))[0]
+        return kin.point_jacobian(self.joint, self.point(kin)[None])[0]
 
     def point_pairs(self, kin: Kinematics):
         return self.joint, kin.points(self.joint, self.local), self.target[None, :]
