@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import bpy
 import numpy as np
 import pytest
-from conftest import drag, pin_errors, world_point
+from conftest import drag, pin, pin_errors, world_point
 
 from welman_ik.blender.solve import DragSolver
 from welman_ik.core import SOLVERS
@@ -90,11 +91,27 @@ def test_unreachable_with_limits_never_leaves_them(human):
 def test_squat_moves_root_and_feet_hold(human):
     """Drag the root (spine, anchor 0) 0.25 m down with the feet pinned."""
     settings = human.welman_ik
-    for pin in settings.pins:
-        pin.enabled = pin.bone != "hand.L"
+    for existing in settings.pins:
+        existing.enabled = existing.bone != "hand.L"
     pelvis = world_point(human, "spine", 0.0)
     target = pelvis - np.array([0.0, 0.0, 0.25])
     assert drag("spine", target, anchor=0.0) == {"FINISHED"}
     assert np.linalg.norm(world_point(human, "spine", 0.0) - target) <= 1e-4
     assert max(pin_errors(human).values()) <= 1e-4
     assert human.pose.bones["spine"].location.length > 0.2  # the root's translation did it
+
+
+@pytest.mark.parametrize("scale", [(2.0, 2.0, 2.0), (1.0, 1.5, 0.8)], ids=["uniform", "non-uniform"])
+def test_scaled_and_rotated_armature(bare_human, scale):
+    """The armature object's world matrix, scale included, is respected: pins hold and the
+    hand reaches in world space."""
+    obj = bare_human
+    obj.scale = scale
+    obj.rotation_euler = (0.0, 0.0, 0.7)
+    obj.location = (1.0, -2.0, 0.5)
+    bpy.context.view_layer.update()
+    pin(obj, ("toe.L", "toe.R", "heel.02.L", "heel.02.R", "hand.L"))
+    target = world_point(obj, "hand.R") + np.array([0.15, -0.2, 0.25])
+    assert drag("hand.R", target) == {"FINISHED"}
+    assert np.linalg.norm(world_point(obj, "hand.R") - target) <= 1e-4
+    assert max(pin_errors(obj).values()) <= 1e-4

@@ -215,8 +215,7 @@ def solve(problem: Problem, q0) -> SolveResult:
                     taken, new_q, new_kin = taken + beta * part, trial, trial_kin
                     if beta == 1.0:
                         damping[level] = max(problem.damping, damping[level] / DAMPING_FACTOR)
-                    reference[level] = level_distance(trial_errors, group)
-                    reference[:level] = [level_distance(trial_errors, g) for g in groups[:level]]
+                    reference[: level + 1] = [level_distance(trial_errors, g) for g in groups[: level + 1]]
                     break
                 if beta == 1.0:
                     damping[level] = min(damping[level] * DAMPING_FACTOR, MAX_DAMPING)
