@@ -87,3 +87,24 @@ def test_core_seam():
 def test_core_seam_detects_bpy():
     """The check above can see bpy: the Blender layer does pull it in."""
     assert "bpy" in _modules_after("import welman_ik.blender")
+
+
+def _drag_keymap_items() -> int:
+    keyconfig = bpy.context.window_manager.keyconfigs.addon
+    return sum(
+        1 for keymap in keyconfig.keymaps for item in keymap.keymap_items if item.idname == "welman_ik.drag"
+    )
+
+
+def test_register_cycles_leave_one_keymap_item_and_draw_handler():
+    from welman_ik.blender import overlay
+
+    for _ in range(10):
+        welman_ik.unregister()
+        assert overlay._handle is None
+        assert _drag_keymap_items() == 0
+        welman_ik.register()
+    assert _drag_keymap_items() == 1
+    assert overlay._handle is not None
+    welman_ik.register()  # registering again re-registers, nothing doubles
+    assert _drag_keymap_items() == 1

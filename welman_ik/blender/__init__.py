@@ -4,18 +4,32 @@ from __future__ import annotations
 
 import bpy
 
-from . import operators, panel, properties
+from . import operators, overlay, panel, preferences, properties
 
-_CLASSES = operators.CLASSES + panel.CLASSES
+_CLASSES = preferences.CLASSES + operators.CLASSES + panel.CLASSES
+_keymaps: list = []
+
+# The interactive drag starts on the bone under the mouse (or the active bone).
+DRAG_SHORTCUT = {"type": "D", "value": "PRESS", "ctrl": True, "shift": True}
 
 
 def register() -> None:
     properties.register()
     for cls in _CLASSES:
         bpy.utils.register_class(cls)
+    overlay.register()
+    keyconfig = bpy.context.window_manager.keyconfigs.addon
+    if keyconfig is not None:  # None in background mode
+        keymap = keyconfig.keymaps.new(name="Pose", space_type="EMPTY")
+        item = keymap.keymap_items.new("welman_ik.drag", **DRAG_SHORTCUT)
+        _keymaps.append((keymap, item))
 
 
 def unregister() -> None:
+    for keymap, item in _keymaps:
+        keymap.keymap_items.remove(item)
+    _keymaps.clear()
+    overlay.unregister()
     for cls in reversed(_CLASSES):
         bpy.utils.unregister_class(cls)
     properties.unregister()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import bpy
 from bpy.props import EnumProperty, FloatProperty, FloatVectorProperty, StringProperty
 
-from . import solve
+from . import overlay, preferences, session, solve, viewport
 from .properties import PIN_KINDS
 from .rig import RigError
 
@@ -35,6 +35,15 @@ class ArmatureOperator:
 
 class SelectionOperator(ArmatureOperator):
     """An operator on the selected pose bones."""
+
+    @classmethod
+    def poll(cls, context):
+        if not armature_poll(cls, context):
+            return False
+        if not selected_pose_bones(context.object):
+            cls.poll_message_set("Select one or more pose bones first")
+            return False
+        return True
 
     def selection(self, context):
         bones = selected_pose_bones(context.object)
@@ -138,26 +147,32 @@ class WELMAN_IK_OT_unlock(LockOperator, bpy.types.Operator):
 
 
 class WELMAN_IK_OT_drag(ArmatureOperator, bpy.types.Operator):
-    """Move a bone's anchor point to a world-space target with every pin, lock and limit in force"""
+    """Drag a bone with every pin, lock and limit in force (from a script: move its anchor point to a target)"""
 
     bl_idname = "welman_ik.drag"
     bl_label = "Drag"
 
-    bone: StringProperty(name="Bone", description="Pose bone to move (empty: the active bone)")
+    bone: StringProperty(name="Bone", description="Pose bone to move (empty: the bone under the mouse, or the active bone)")
     target: FloatVectorProperty(name="Target", size=3, subtype="TRANSLATION", unit="LENGTH",
                                 description="World-space goal for the anchor point")
     anchor: FloatProperty(name="Anchor", min=0.0, max=1.0, default=1.0, subtype="FACTOR",
-                          description="The dragged point along the bone: 0 head, 1 tail")
+                          description="The dragged point along the bone: 0 head, 1 tail "
+                          "(interactive drags default to the middle unless this is set)")
+
+    def _bone(self, context) -> str | None:
+        if self.bone:
+            return self.bone
+        active = context.active_pose_bone
+        if active is None:
+            self.report({"ERROR"}, "No bone given and no active pose bone")
+            return None
+        return active.name
 
     def execute(self, context):
         obj = context.object
-        bone = self.bone
-        if not bone:
-            active = context.active_pose_bone
-            if active is None:
-                self.report({"ERROR"}, "No bone given and no active pose bone")
-                return {"CANCELLED"}
-            bone = active.name
+        bone = self._bone(context)
+        if bone is None:
+            return {"CANCELLED"}
         try:
             figures = solve.drag(context, obj, bone, tuple(self.target), self.anchor)
         except RigError as error:
@@ -168,6 +183,65 @@ class WELMAN_IK_OT_drag(ArmatureOperator, bpy.types.Operator):
                 f"largest pin error {figures.max_pin_error:.2e} m, {figures.milliseconds:.1f} ms")
         self.report({"INFO"} if r.converged else {"WARNING"}, text if r.converged else "Not converged: " + text)
         return {"FINISHED"}
+
+    def invoke(self, context, event):
+        region, rv3d = viewport.view_region(context)
+        if region is None or rv3d is None:
+            self.report({"ERROR"}, "The interactive drag needs a 3D viewport; "
+                        "from a script, give bone and target (the default, EXEC, form)")
+            return {"CANCELLED"}
+        obj = context.object
+        mouse = viewport.region_mouse(region, event)
+        bone = self.bone or viewport.bone_under_mouse(region, rv3d, obj, mouse)
+        if not bone:
+            bone = self._bone(context)
+            if bone is None:
+                return {"CANCELLED"}
+        anchor = self.anchor if self.properties.is_property_set("anchor") else session.DEFAULT_ANCHOR
+        try:
+            self._session = session.DragSession(obj, bone, anchor, event_budget=preferences.event_budget(context))
+        except RigError as error:
+            self.report({"ERROR"}, str(error))
+            return {"CANCELLED"}
+        self._view = (region, rv3d)
+        overlay.DRAG_STATE.session = self._session
+        context.window_manager.modal_handler_add(self)
+        context.area.header_text_set(self._session.header())
+        return {"RUNNING_MODAL"}
+
+    def modal(self, context, event):
+        drag = self._session
+        if event.type == "MOUSEMOVE":
+            region, rv3d = self._view
+            origin, direction = viewport.mouse_ray(region, rv3d, viewport.region_mouse(region, event))
+            try:
+                drag.move(origin, direction)
+            except RigError as error:
+                self.report({"WARNING"}, str(error))
+        elif event.value == "PRESS" and (
+            event.type in {"PAGE_UP", "PAGE_DOWN"} or (event.ctrl and event.type in {"WHEELUPMOUSE", "WHEELDOWNMOUSE"})
+        ):
+            drag.change_chain_length(1 if event.type in {"PAGE_UP", "WHEELUPMOUSE"} else -1)
+        elif event.value == "PRESS" and event.type == "TAB":
+            drag.cycle_solver()
+        elif event.value == "PRESS" and event.type in {"LEFTMOUSE", "RET", "NUMPAD_ENTER"}:
+            drag.confirm(context)
+            return self._finish(context, {"FINISHED"})
+        elif event.value == "PRESS" and event.type in {"RIGHTMOUSE", "ESC"}:
+            drag.cancel()
+            return self._finish(context, {"CANCELLED"})
+        else:
+            return {"RUNNING_MODAL"}
+        context.area.header_text_set(drag.header())
+        context.area.tag_redraw()
+        return {"RUNNING_MODAL"}
+
+    def _finish(self, context, result):
+        overlay.DRAG_STATE.latencies = list(self._session.milliseconds)
+        overlay.DRAG_STATE.session = None
+        context.area.header_text_set(None)
+        context.area.tag_redraw()
+        return result
 
 
 CLASSES = (

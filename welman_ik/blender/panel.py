@@ -21,6 +21,7 @@ class WELMAN_IK_UL_pins(bpy.types.UIList):
         row = layout.row(align=True)
         row.prop(item, "enabled", text="")
         row.label(text=item.bone, icon="PINNED" if item.enabled else "UNPINNED")
+        row.prop(item, "kind", text="", emboss=False)
         row.prop(item, "weight", text="", emboss=False)
 
 
@@ -40,6 +41,7 @@ class WELMAN_IK_PT_main(SidebarPanel, bpy.types.Panel):
         layout.prop(settings, "pins_first")
         layout.prop(settings, "chain_length")
         layout.prop(settings, "keyframes")
+        layout.operator("welman_ik.drag", text="Drag Active Bone", icon="CON_KINEMATIC")
 
 
 class WELMAN_IK_PT_pins(SidebarPanel, bpy.types.Panel):

@@ -1,0 +1,136 @@
+"""The interactive drag without a window: mouse rays in, poses out.
+
+The modal operator turns each mouse event into a ray and hands it here, so everything
+the drag does (goals, solving, chain length, solver cycling, confirm and cancel) can be
+tested with synthetic events.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from . import keyframes
+from .properties import SOLVER_ITEMS
+from .rig import RigError
+from .solve import DragSolver, Figures, anchor_world, record
+
+DEFAULT_ANCHOR = 0.5  # the bone's middle: Welman (1993) found it avoids unwanted twist
+EVENT_BUDGET = 0.03  # seconds of solving per mouse event, so the cursor never stalls
+
+
+def closest_point_on_ray(origin, direction, point) -> np.ndarray:
+    """The point of the ray origin + t direction (t >= 0) closest to ``point`` (Welman 1993,
+    section 6.2): in an orthographic view it stays in the view plane through ``point``."""
+    origin, direction, point = (np.asarray(v, dtype=float) for v in (origin, direction, point))
+    d = direction / np.linalg.norm(direction)
+    return origin + max(0.0, float((point - origin) @ d)) * d
+
+
+class PoseSnapshot:
+    """Every pose channel of every bone, to restore bit for bit."""
+
+    CHANNELS = ("location", "rotation_quaternion", "rotation_euler", "rotation_axis_angle", "scale")
+
+    def __init__(self, obj):
+        self.values = {
+            pb.name: (pb.rotation_mode, *(tuple(getattr(pb, c)) for c in self.CHANNELS)) for pb in obj.pose.bones
+        }
+
+    def changed(self, obj) -> list[str]:
+        """Names of the bones whose channels differ from the snapshot."""
+        now = PoseSnapshot(obj).values
+        return [name for name, value in self.values.items() if now.get(name) != value]
+
+    def restore(self, obj) -> None:
+        for name in self.changed(obj):
+            pb = obj.pose.bones[name]
+            mode, *channels = self.values[name]
+            pb.rotation_mode = mode
+            for channel, value in zip(self.CHANNELS, channels):
+                setattr(pb, channel, value)
+
+
+class DragSession:
+    """One interactive drag of one bone: ``move`` per mouse event, then ``confirm`` or ``cancel``."""
+
+    def __init__(self, obj, bone: str, anchor: float = DEFAULT_ANCHOR, event_budget: float = EVENT_BUDGET):
+        self.obj = obj
+        self.settings = obj.welman_ik
+        self.bone = bone
+        self.anchor = anchor
+        self.event_budget = event_budget
+        self.snapshot = PoseSnapshot(obj)
+        self.solver = DragSolver(obj, self.settings, bone, anchor)
+        self.goal: np.ndarray | None = None
+        self.figures: Figures | None = None
+        self.milliseconds: list[float] = []  # per event, solve and write
+
+    def effector(self) -> np.ndarray:
+        """World position of the dragged point, from the session's current solution."""
+        kin = self.solver.model.skeleton.forward(self.solver.q)
+        return self.solver.drag_goal.point(kin)
+
+    def move(self, ray_origin, ray_direction) -> Figures:
+        """A mouse event: the goal is the point on the mouse ray closest to the effector."""
+        started = time.perf_counter()
+        self.goal = closest_point_on_ray(ray_origin, ray_direction, self.effector())
+        self.figures = self.solver.solve(self.goal, time_budget=self.event_budget)
+        self.solver.apply(self.figures, frame=0, key=False)
+        self.milliseconds.append(1000.0 * (time.perf_counter() - started))
+        return self.figures
+
+    def _rebuild(self) -> None:
+        """A new solver from the pose as it is now (after a change of chain or solver)."""
+        goal = self.goal
+        self.solver = DragSolver(self.obj, self.settings, self.bone, self.anchor)
+        if goal is not None:
+            self.solver.drag_goal.target = goal
+
+    def change_chain_length(self, delta: int) -> int:
+        previous = self.settings.chain_length
+        self.settings.chain_length = max(0, previous + delta)
+        try:
+            self._rebuild()
+        except RigError:
+            self.settings.chain_length = previous  # e.g. every bone of the shorter chain is locked
+            self._rebuild()
+        return self.settings.chain_length
+
+    def cycle_solver(self) -> str:
+        names = [item[0] for item in SOLVER_ITEMS]
+        self.settings.solver = names[(names.index(self.settings.solver) + 1) % len(names)]
+        self._rebuild()
+        return self.settings.solver
+
+    def confirm(self, context) -> list[str]:
+        """Keep the pose; key the bones that moved since the start, per ``keyframes``."""
+        moved = self.snapshot.changed(self.obj)
+        scene = context.scene
+        if moved and keyframes.should_key(self.settings.keyframes, scene):
+            roots = {n for n in moved if self.obj.pose.bones[n].parent is None}
+            keyframes.key_bones(self.obj, moved, scene.frame_current, with_location=roots)
+        if self.figures is not None:
+            record(self.settings.last_solve, self.figures)
+        if any(p.bone == self.bone for p in self.settings.pins):
+            context.view_layer.update()
+            for p in self.settings.pins:
+                if p.bone == self.bone:
+                    p.location = anchor_world(self.obj, self.obj.pose.bones[self.bone], p.anchor)
+        return moved
+
+    def cancel(self) -> None:
+        """Put every channel back exactly as it was; no keys."""
+        self.snapshot.restore(self.obj)
+
+    def header(self) -> str:
+        f = self.figures
+        if f is None:
+            return f"Welman IK drag: {self.bone}  |  {self.settings.solver}  |  move the mouse"
+        return (
+            f"Welman IK: {self.settings.solver}  |  {f.result.iterations} it  |  drag {f.drag_error * 1000:.2f} mm"
+            f"  |  pins {f.max_pin_error * 1000:.3f} mm  |  {self.milliseconds[-1]:.1f} ms"
+            f"  |  chain {self.settings.chain_length or 'all'}"
+            "  |  Ctrl+Wheel/PgUp/PgDn chain, Tab solver, LMB/Enter confirm, RMB/Esc cancel"
+        )
