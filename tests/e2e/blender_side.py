@@ -1,0 +1,628 @@
+"""E2E harness, Blender side: runs inside Blender (3.4+) with a real window.
+
+Started by ``run_e2e.py`` as
+
+    blender --factory-startup --python tests/e2e/blender_side.py -- --root REPO --workdir DIR ...
+
+It loads Welman IK from the checkout, builds the Rigify basic human metarig in pose mode with
+the feet pinned, makes the dragged bone active, sets up a front orthographic 3D view framed on
+the rig with the sidebar open, and writes ``DIR/ready.json`` with the window coordinates of the
+point to drag. Then it serves the driver's requests, one file each: ``DIR/request_<n>.json``
+(``{"id": n, "cmd": "status" | "reframe" | "finish", ...}``) is answered in ``DIR/reply_<n>.json``:
+``status`` after the sidebar has redrawn, ``reframe`` (frame the rig again, after the driver
+resized the sidebar) with new coordinates, ``finish`` after writing ``DIR/result.json``, and
+then Blender quits. Any error is written to ``DIR/fatal.json`` and
+Blender quits.
+
+Everything runs from ``bpy.app.timers`` so that the window exists and draws between steps.
+Nothing here changes the add-on: a keymap item is added only when the add-on has none for the
+drag (``--bind auto``), and a probe panel (headerless, empty) in the add-on's sidebar tab tells
+whether that tab is the one shown.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+import traceback
+
+import bpy
+from bpy_extras import view3d_utils
+from mathutils import Vector
+
+STARTED = time.time()
+OPERATOR = "welman_ik.drag"
+SIDEBAR_TAB = "Welman IK"
+# Where the add-on may leave per-event latencies of the last interactive drag (the first found
+# is reported), and where its running drag session lives (None when no drag is running).
+LATENCY_HOOKS = ("welman_ik.blender.overlay.DRAG_STATE.latencies", "welman_ik.E2E_LATENCIES")
+SESSION_HOOKS = ("welman_ik.blender.overlay.DRAG_STATE.session",)
+CHANNELS = ("location", "rotation_quaternion", "rotation_euler", "rotation_axis_angle", "scale")
+KEY_NAMES = {  # shortcut words that differ between xdotool and Blender's key types
+    "tab": "TAB", "space": "SPACE", "return": "RET", "enter": "RET", "escape": "ESC", "esc": "ESC",
+    "delete": "DEL", "backspace": "BACK_SPACE", "minus": "MINUS", "plus": "PLUS", "period": "PERIOD",
+    "0": "ZERO", "1": "ONE", "2": "TWO", "3": "THREE", "4": "FOUR", "5": "FIVE", "6": "SIX",
+    "7": "SEVEN", "8": "EIGHT", "9": "NINE",
+}
+MODIFIERS = {"ctrl": "ctrl", "control": "ctrl", "shift": "shift", "alt": "alt", "super": "oskey", "oskey": "oskey"}
+
+
+def parse_args():
+    argv = sys.argv[sys.argv.index("--") + 1:] if "--" in sys.argv else []
+    p = argparse.ArgumentParser(prog="blender_side.py")
+    p.add_argument("--root", required=True, help="repository root (put on sys.path)")
+    p.add_argument("--workdir", required=True, help="folder for the JSON files shared with the driver")
+    p.add_argument("--mode", default="dry-run", choices=("dry-run", "confirm", "cancel"))
+    p.add_argument("--bone", default="hand.R")
+    p.add_argument("--anchor", type=float, default=0.5,
+                   help="point along the bone put under the mouse (0 head, 1 tail; the modal drag's default is 0.5)")
+    p.add_argument("--pins", default="toe.L,toe.R,heel.02.L,heel.02.R")
+    p.add_argument("--solver", default="", help="armature.welman_ik.solver for the drag (default: the add-on's)")
+    p.add_argument("--shortcut", default="ctrl+shift+d")
+    p.add_argument("--bind", default="auto", choices=("auto", "always", "never"),
+                   help="add a keymap item for the drag: auto = only if the add-on has none")
+    p.add_argument("--layout", default="maximized", choices=("maximized", "default"),
+                   help="maximized: the 3D viewport fills the window (Ctrl+Space)")
+    p.add_argument("--fill", type=float, default=0.7, help="rig height as a fraction of the viewport height")
+    p.add_argument("--timeout", type=float, default=300.0, help="quit by itself after this many seconds")
+    return p.parse_args(argv)
+
+
+ARGS = parse_args()
+WORKDIR = ARGS.workdir
+# Before the splash is shown (it is shown after the --python scripts run), and no
+# "save changes?" dialog on quit.
+bpy.context.preferences.view.show_splash = False
+bpy.context.preferences.view.use_save_prompt = False
+bpy.context.preferences.view.smooth_view = 0
+bpy.context.preferences.filepaths.temporary_directory = ARGS.workdir  # quit.blend goes there, not /tmp
+
+
+# --------------------------------------------------------------------------- files
+
+
+def write_json(name: str, data) -> None:
+    path = os.path.join(WORKDIR, name)
+    with open(path + ".tmp", "w") as f:
+        json.dump(data, f, indent=1, default=_jsonable)
+    os.replace(path + ".tmp", path)  # the driver never reads half a file
+
+
+def _jsonable(value):
+    if hasattr(value, "__len__"):
+        return [float(v) for v in value]
+    return repr(value)
+
+
+def vec(v) -> list:
+    return [float(x) for x in v]
+
+
+# --------------------------------------------------------------------------- state
+
+
+class State:
+    step = "setup"
+    obj = None
+    window = None
+    area = None
+    region = None
+    ui_region = None
+    view_draws = 0  # draws of the 3D viewport's main region
+    ui_draws = 0  # draws of the sidebar region
+    probe_draws = 0  # draws of the probe panel: the add-on's tab is the one shown
+    wait_from = 0
+    wait_started = 0.0
+    snapshot: dict = {}
+    hand_before = None
+    tail_before = None
+    keymap: dict = {}
+    ready: dict = {}
+    next_request = 1
+    reframe_request = None  # a "reframe" request being served
+    pending = None  # (request, ui_draws, probe_draws, time) of a status request waiting for a redraw
+    events: list = []
+    statuses: list = []
+    handles: list = []
+    quitting = False
+
+
+S = State()
+
+
+# --------------------------------------------------------------------------- probes
+
+
+class E2E_PT_probe(bpy.types.Panel):
+    """Draws nothing; counts its draws, which happen only while its tab is the one shown."""
+
+    bl_space_type = "VIEW_3D"
+    bl_region_type = "UI"
+    bl_category = SIDEBAR_TAB
+    bl_label = "E2E probe"
+    bl_options = {"HIDE_HEADER"}
+    bl_order = 10000
+
+    def draw(self, context):
+        S.probe_draws += 1
+
+
+class E2E_OT_event_log(bpy.types.Operator):
+    """Logs the window's mouse and key events as Blender sees them, and passes them on"""
+
+    bl_idname = "e2e.event_log"
+    bl_label = "E2E event log"
+
+    def invoke(self, context, event):
+        context.window_manager.modal_handler_add(self)
+        return {"RUNNING_MODAL"}
+
+    def modal(self, context, event):
+        logged = event.type in {"MOUSEMOVE", "INBETWEEN_MOUSEMOVE"} or event.value in {"PRESS", "RELEASE"}
+        if logged and len(S.events) < 20000:
+            S.events.append({
+                "t": round(time.time() - STARTED, 4), "type": event.type, "value": event.value,
+                "x": event.mouse_x, "y": event.mouse_y, "ctrl": event.ctrl, "shift": event.shift,
+            })
+        return {"PASS_THROUGH"}
+
+
+def _count_view_draw():
+    S.view_draws += 1
+
+
+def _count_ui_draw():
+    S.ui_draws += 1
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def find_view3d():
+    window = bpy.context.window_manager.windows[0]
+    areas = [a for a in window.screen.areas if a.type == "VIEW_3D"]
+    if not areas:
+        raise RuntimeError("no 3D viewport in the window")
+    area = max(areas, key=lambda a: a.width * a.height)
+    region = next(r for r in area.regions if r.type == "WINDOW")
+    ui = next((r for r in area.regions if r.type == "UI"), None)
+    S.window, S.area, S.region, S.ui_region = window, area, region, ui
+    return window, area, region
+
+
+def override():
+    return bpy.context.temp_override(window=S.window, screen=S.window.screen, area=S.area, region=S.region)
+
+
+def resolve(path: str):
+    """The object at a dotted path such as ``package.module.NAME.attr``, or None."""
+    parts = path.split(".")
+    for i in range(len(parts), 0, -1):
+        module = sys.modules.get(".".join(parts[:i]))
+        if module is None:
+            continue
+        value = module
+        for attr in parts[i:]:
+            value = getattr(value, attr, None)
+            if value is None:
+                return None
+        return value
+    return None
+
+
+def first_hook(paths):
+    for path in paths:
+        value = resolve(path)
+        if value is not None:
+            return path, value
+    return None, None
+
+
+def drag_running() -> bool | None:
+    path, _ = first_hook(SESSION_HOOKS)
+    if path is None:
+        owner = resolve(SESSION_HOOKS[0].rpartition(".")[0])
+        return False if owner is not None else None  # the hook exists and holds None: no drag
+    return True
+
+
+def point_on_bone(obj, name: str, anchor: float) -> Vector:
+    pb = obj.pose.bones[name]
+    return obj.matrix_world @ (pb.head + anchor * (pb.tail - pb.head))
+
+
+def pose_snapshot(obj) -> dict:
+    return {pb.name: (pb.rotation_mode, *(tuple(getattr(pb, c)) for c in CHANNELS)) for pb in obj.pose.bones}
+
+
+def changed_bones(obj) -> list:
+    now = pose_snapshot(obj)
+    return sorted(name for name, value in S.snapshot.items() if now.get(name) != value)
+
+
+def action_fcurves(obj) -> list:
+    try:  # the add-on's helper knows Blender 4.4+ channelbags
+        from welman_ik.blender import keyframes
+
+        return list(keyframes.action_fcurves(obj))
+    except (ImportError, AttributeError):
+        ad = obj.animation_data
+        if ad is None or ad.action is None:
+            return []
+        return list(getattr(ad.action, "fcurves", []))
+
+
+def region_point(region, rv3d, world) -> list | None:
+    p = view3d_utils.location_3d_to_region_2d(region, rv3d, world)
+    return None if p is None else [float(p.x), float(p.y)]
+
+
+def rect(r) -> dict:
+    return {"x": r.x, "y": r.y, "width": r.width, "height": r.height}
+
+
+def parse_shortcut(text: str) -> dict:
+    words = [w.strip().lower() for w in text.split("+") if w.strip()]
+    spec = {"value": "PRESS"}
+    for word in words[:-1]:
+        if word not in MODIFIERS:
+            raise ValueError(f"unknown modifier {word!r} in shortcut {text!r}")
+        spec[MODIFIERS[word]] = True
+    key = words[-1]
+    spec["type"] = KEY_NAMES.get(key, key.upper())
+    return spec
+
+
+def describe(kmi) -> str:
+    mods = [m for m in ("ctrl", "shift", "alt", "oskey") if getattr(kmi, m)]
+    return "+".join(mods + [kmi.type])
+
+
+def setup_keymap() -> dict:
+    wm = bpy.context.window_manager
+    found = []
+    for kc_name in ("addon", "user"):
+        kc = getattr(wm.keyconfigs, kc_name)
+        if kc is None:
+            continue
+        for km in kc.keymaps:
+            for kmi in km.keymap_items:
+                if kmi.idname == OPERATOR and kmi.active:
+                    found.append({"keyconfig": kc_name, "keymap": km.name, "shortcut": describe(kmi)})
+    wanted = parse_shortcut(ARGS.shortcut)
+    bound = False
+    if ARGS.bind == "always" or (ARGS.bind == "auto" and not found):
+        km = wm.keyconfigs.addon.keymaps.new(name="Pose", space_type="EMPTY")
+        km.keymap_items.new(OPERATOR, **wanted)
+        bound = True
+    wanted_text = "+".join([m for m in ("ctrl", "shift", "alt", "oskey") if wanted.get(m)] + [wanted["type"]])
+    return {"found": found, "bound_by_harness": bound, "shortcut": wanted_text,
+            "shortcut_in_addon": any(f["shortcut"] == wanted_text for f in found)}
+
+
+# --------------------------------------------------------------------------- steps
+
+
+def step_setup():
+    find_view3d()
+    for callback, region_type in ((_count_view_draw, "WINDOW"), (_count_ui_draw, "UI")):
+        handle = bpy.types.SpaceView3D.draw_handler_add(callback, (), region_type, "POST_PIXEL")
+        S.handles.append((handle, region_type))
+    if ARGS.root not in sys.path:
+        sys.path.insert(0, ARGS.root)
+    import addon_utils
+
+    import welman_ik
+
+    welman_ik.register()
+    bpy.utils.register_class(E2E_PT_probe)
+    bpy.utils.register_class(E2E_OT_event_log)
+    S.keymap = setup_keymap()
+    addon_utils.enable("rigify", default_set=True)
+    with override():
+        for ob in list(bpy.data.objects):
+            bpy.data.objects.remove(ob)
+        bpy.ops.object.armature_basic_human_metarig_add()
+        obj = bpy.context.view_layer.objects.active
+        obj.show_in_front = True
+        bpy.ops.object.mode_set(mode="POSE")
+        pins = [p for p in ARGS.pins.split(",") if p]
+        for pb in obj.pose.bones:
+            pb.bone.select = pb.name in pins
+        if pins and bpy.ops.welman_ik.pin() != {"FINISHED"}:
+            raise RuntimeError("welman_ik.pin() did not finish")
+        for pb in obj.pose.bones:
+            pb.bone.select = pb.name == ARGS.bone
+        obj.data.bones.active = obj.data.bones[ARGS.bone]
+    if ARGS.solver:
+        obj.welman_ik.solver = ARGS.solver
+    S.obj = obj
+    if ARGS.layout == "maximized":
+        with override():
+            bpy.ops.screen.screen_full_area()
+        find_view3d()
+    space = S.area.spaces.active
+    space.show_region_ui = True
+    space.show_region_toolbar = True
+    with override():
+        bpy.ops.view3d.view_axis(type="FRONT")
+    rv3d = space.region_3d
+    rv3d.view_perspective = "ORTHO"
+    lo, hi = rig_bounds(obj)
+    rv3d.view_location = (lo + hi) / 2
+    rv3d.view_distance = 3.0
+    with override():  # a pass-through logger of what the window receives
+        bpy.ops.e2e.event_log("INVOKE_DEFAULT")
+    return wait_draw("frame")
+
+
+def rig_bounds(obj):
+    bpy.context.view_layer.update()
+    points = [obj.matrix_world @ p for pb in obj.pose.bones for p in (pb.head, pb.tail)]
+    lo = Vector([min(p[i] for p in points) for i in range(3)])
+    hi = Vector([max(p[i] for p in points) for i in range(3)])
+    return lo, hi
+
+
+def wait_draw(next_step):
+    """Redraw the viewport, then go to ``next_step`` once it has drawn twice (the projection
+    matrices ``location_3d_to_region_2d`` uses are updated by drawing)."""
+    S.wait_from = S.view_draws
+    S.wait_started = time.time()
+    S.area.tag_redraw()
+    S.step = ("wait", next_step)
+
+
+def step_frame(final: bool):
+    """Scale and shift the view so the rig fills ``--fill`` of the height, centred in the part
+    of the viewport the sidebar and toolbar leave free."""
+    space = S.area.spaces.active
+    rv3d = space.region_3d
+    lo, hi = rig_bounds(S.obj)
+    mid_x = (lo.x + hi.x) / 2
+    bottom = region_point(S.region, rv3d, Vector((mid_x, lo.y, lo.z)))
+    top = region_point(S.region, rv3d, Vector((mid_x, lo.y, hi.z)))
+    height_px = top[1] - bottom[1]
+    if height_px <= 0:
+        raise RuntimeError(f"the view is not a front view: rig projects from {bottom} to {top}")
+    ppm = height_px / (hi.z - lo.z)
+    if final:
+        return ppm
+    desired = ARGS.fill * S.region.height
+    rv3d.view_distance *= height_px / desired
+    ppm *= desired / height_px
+    left = next((r.width for r in S.area.regions if r.type == "TOOLS"), 0)
+    right = S.ui_region.width if S.ui_region is not None and S.area.spaces.active.show_region_ui else 0
+    free_centre = (left + S.region.width - right) / 2
+    shift_px = S.region.width / 2 - free_centre  # > 0: the rig must appear left of centre
+    rv3d.view_location = ((lo + hi) / 2) + Vector((shift_px / ppm, 0.0, 0.0))
+    return None
+
+
+def step_ready():
+    ppm = step_frame(final=True)
+    rv3d = S.area.spaces.active.region_3d
+    obj = S.obj
+    bpy.context.view_layer.update()
+    S.snapshot = pose_snapshot(obj)
+    S.hand_before = point_on_bone(obj, ARGS.bone, ARGS.anchor)
+    S.tail_before = point_on_bone(obj, ARGS.bone, 1.0)
+    hand_region = region_point(S.region, rv3d, S.hand_before)
+    if hand_region is None:
+        raise RuntimeError("the dragged bone is behind the view")
+    hand_window = [S.region.x + hand_region[0], S.region.y + hand_region[1]]
+    inside = 0 <= hand_region[0] < S.region.width and 0 <= hand_region[1] < S.region.height
+    ui = S.ui_region
+    started = time.perf_counter()
+    with bpy.context.temp_override(window=S.window):
+        bpy.ops.wm.redraw_timer(type="DRAW_WIN_SWAP", iterations=3)
+    redraw_ms = (time.perf_counter() - started) * 1000.0 / 3
+    S.ready = {
+        "blender_version": bpy.app.version_string,
+        "window": {"x": S.window.x, "y": S.window.y, "width": S.window.width, "height": S.window.height},
+        "region": rect(S.region),
+        "ui_region": rect(ui) if ui is not None else None,
+        "sidebar_centre_window": [ui.x + ui.width / 2, ui.y + ui.height / 2] if ui is not None else None,
+        # The tab strip runs down the sidebar's right edge, about 20 pixels wide.
+        "sidebar_tabs_window": [ui.x + ui.width - 8, ui.y + ui.height - 60] if ui is not None else None,
+        "bone": ARGS.bone,
+        "anchor": ARGS.anchor,
+        "hand_world": vec(S.hand_before),
+        "hand_region": hand_region,
+        "hand_window": hand_window,
+        "hand_inside_region": inside,
+        "pixels_per_metre": ppm,
+        "window_redraw_ms": redraw_ms,
+        "view": {"perspective": rv3d.view_perspective, "distance": rv3d.view_distance,
+                 "location": vec(rv3d.view_location), "rotation": vec(rv3d.view_rotation)},
+        "keymap": S.keymap,
+        "pins": [{"bone": p.bone, "anchor": p.anchor, "location": vec(p.location)} for p in obj.welman_ik.pins],
+        "solver": obj.welman_ik.solver,
+        "mode": obj.mode,
+        "active_bone": obj.data.bones.active.name if obj.data.bones.active else None,
+        "selected_bones": sorted(b.name for b in obj.data.bones if b.select),
+        "seconds_to_ready": time.time() - STARTED,
+    }
+    if S.reframe_request is None:
+        write_json("ready.json", S.ready)
+    else:  # a reframe asked for by the driver (after it resized the sidebar)
+        write_json(f"reply_{S.reframe_request['id']}.json", S.ready)
+        S.reframe_request = None
+        S.next_request += 1
+    S.step = "serve"
+
+
+def status() -> dict:
+    obj = S.obj
+    moves = [e for e in S.events if e["type"] in {"MOUSEMOVE", "INBETWEEN_MOUSEMOVE"}]
+    return {
+        "t": time.time() - STARTED,
+        "mode": obj.mode,
+        "active_bone": obj.data.bones.active.name if obj.data.bones.active else None,
+        "drag_running": drag_running(),
+        "changed_bones": changed_bones(obj),
+        "events": len(S.events),
+        "last_mouse": [moves[-1]["x"], moves[-1]["y"]] if moves else None,
+        "ui_region": rect(S.ui_region) if S.ui_region is not None else None,
+        "probe_draws": S.probe_draws,
+        "ui_draws": S.ui_draws,
+        "view_draws": S.view_draws,
+    }
+
+
+def result(request) -> dict:
+    obj = S.obj
+    bpy.context.view_layer.update()
+    rv3d = S.area.spaces.active.region_3d
+    hand_after = point_on_bone(obj, ARGS.bone, ARGS.anchor)
+    tail_after = point_on_bone(obj, ARGS.bone, 1.0)
+    out = {
+        "mode": ARGS.mode,
+        "blender_version": bpy.app.version_string,
+        "bone": ARGS.bone,
+        "anchor": ARGS.anchor,
+        "hand_before": vec(S.hand_before),
+        "hand_after": vec(hand_after),
+        "hand_tail_before": vec(S.tail_before),
+        "hand_tail_after": vec(tail_after),
+        "hand_moved_m": (hand_after - S.hand_before).length,
+    }
+    cursor = request.get("cursor_window")
+    if cursor is not None:
+        mouse = (cursor[0] - S.region.x, cursor[1] - S.region.y)
+        origin = view3d_utils.region_2d_to_origin_3d(S.region, rv3d, mouse)
+        direction = view3d_utils.region_2d_to_vector_3d(S.region, rv3d, mouse).normalized()
+
+        def to_ray(p):
+            t = max(0.0, (p - origin).dot(direction))
+            return (origin + t * direction - p).length
+
+        out["cursor"] = {"window": list(cursor), "region": list(mouse), "ray_origin": vec(origin),
+                         "ray_direction": vec(direction)}
+        out["distance_to_cursor_ray_before"] = to_ray(S.hand_before)
+        out["distance_to_cursor_ray_after"] = to_ray(hand_after)
+    pins = {}
+    for p in obj.welman_ik.pins:
+        if p.bone in obj.pose.bones:
+            point = point_on_bone(obj, p.bone, p.anchor)
+            pins[p.bone] = {"goal": vec(p.location), "point": vec(point),
+                            "error": (point - Vector(p.location)).length, "enabled": p.enabled}
+    out["pins"] = pins
+    out["max_pin_error"] = max((v["error"] for v in pins.values() if v["enabled"]), default=0.0)
+    frame = bpy.context.scene.frame_current
+    fcurves = action_fcurves(obj)
+    at_frame = [fc for fc in fcurves if any(abs(k.co[0] - frame) < 1e-6 for k in fc.keyframe_points)]
+    out["frame_current"] = frame
+    out["has_action"] = bool(obj.animation_data and obj.animation_data.action)
+    out["fcurve_count"] = len(fcurves)
+    out["key_count"] = sum(len(fc.keyframe_points) for fc in fcurves)
+    out["keys_at_current_frame"] = sorted(f"{fc.data_path}[{fc.array_index}]" for fc in at_frame)
+    out["keyed_bones_at_current_frame"] = sorted(
+        {fc.data_path.split('"')[1] for fc in at_frame if fc.data_path.startswith("pose.bones[")})
+    out["changed_bones"] = changed_bones(obj)
+    out["pose_identical"] = not out["changed_bones"]
+    out["drag_running_at_finish"] = drag_running()
+    path, latencies = first_hook(LATENCY_HOOKS)
+    out["latency_source"] = path
+    out["latencies_ms"] = [float(v) for v in latencies] if latencies is not None else None
+    ls = obj.welman_ik.last_solve
+    out["last_solve"] = {k: getattr(ls, k) for k in ("iterations", "drag_error", "max_pin_error", "milliseconds",
+                                                     "converged") if hasattr(ls, k)}
+    out["solver"] = obj.welman_ik.solver
+    out["obj_mode"] = obj.mode
+    out["keymap"] = S.keymap
+    out["events"] = S.events
+    out["statuses"] = S.statuses
+    out["seconds_alive"] = time.time() - STARTED
+    return out
+
+
+def serve():
+    """Answer the driver's next request, if any."""
+    if S.pending is not None:
+        request, ui_draws, probe_draws, asked = S.pending
+        if S.ui_draws > ui_draws or time.time() - asked > 2.0:  # the sidebar has redrawn (or never will)
+            reply = status()
+            reply["sidebar_redrawn"] = S.ui_draws > ui_draws
+            reply["welman_tab_active"] = S.probe_draws > probe_draws
+            S.statuses.append({"label": request.get("label"), **reply})
+            write_json(f"reply_{request['id']}.json", reply)
+            S.pending = None
+            S.next_request += 1
+        return
+    path = os.path.join(WORKDIR, f"request_{S.next_request}.json")
+    if not os.path.exists(path):
+        return
+    with open(path) as f:
+        request = json.load(f)
+    cmd = request.get("cmd")
+    if cmd == "status":
+        S.pending = (request, S.ui_draws, S.probe_draws, time.time())
+        if S.ui_region is not None:
+            S.ui_region.tag_redraw()
+        S.area.tag_redraw()
+    elif cmd == "reframe":
+        S.reframe_request = request
+        S.step = "frame"
+    elif cmd == "finish":
+        out = result(request)
+        write_json("result.json", out)
+        write_json(f"reply_{request['id']}.json", {"ok": True})
+        S.next_request += 1
+        quit_blender()
+    else:
+        write_json(f"reply_{request['id']}.json", {"error": f"unknown command {cmd!r}"})
+        S.next_request += 1
+
+
+def quit_blender():
+    S.quitting = True
+    for handle, region_type in S.handles:
+        bpy.types.SpaceView3D.draw_handler_remove(handle, region_type)
+    S.handles.clear()
+    window = bpy.context.window_manager.windows[0]
+    with bpy.context.temp_override(window=window):
+        bpy.ops.wm.quit_blender()
+
+
+def tick():
+    if S.quitting:
+        return None
+    try:
+        if time.time() - STARTED > ARGS.timeout:
+            raise TimeoutError(f"no 'finish' from the driver within {ARGS.timeout} s")
+        step = S.step
+        if step == "setup":
+            step_setup()
+        elif isinstance(step, tuple) and step[0] == "wait":
+            if S.view_draws >= S.wait_from + 2:
+                S.step = step[1]
+            elif time.time() - S.wait_started > 30.0:
+                raise TimeoutError("the 3D viewport did not redraw within 30 s")
+            else:
+                S.area.tag_redraw()
+        elif step == "frame":
+            step_frame(final=False)
+            wait_draw("ready")
+        elif step == "ready":
+            step_ready()
+        elif step == "serve":
+            serve()
+    except Exception:  # noqa: BLE001 - any failure is written for the driver, then Blender quits
+        text = traceback.format_exc()
+        print(text, file=sys.stderr)
+        write_json("fatal.json", {"step": str(S.step), "traceback": text})
+        try:
+            quit_blender()
+        except Exception:  # noqa: BLE001 - no clean way out left
+            os._exit(3)
+        return None
+    return 0.05
+
+
+os.makedirs(WORKDIR, exist_ok=True)
+bpy.app.timers.register(tick, first_interval=0.2)
+print(f"E2E blender side: Blender {bpy.app.version_string}, mode {ARGS.mode}, workdir {WORKDIR}", flush=True)

@@ -1,0 +1,561 @@
+#!/usr/bin/env python3
+"""End-to-end test of the interactive drag in a real Blender window (Xvfb + xdotool).
+
+    python3 tests/e2e/run_e2e.py --mode dry-run           # the harness alone, no drag
+    python3 tests/e2e/run_e2e.py --mode confirm           # drag hand.R, left click
+    python3 tests/e2e/run_e2e.py --mode cancel            # drag hand.R, Esc
+    python3 tests/e2e/run_e2e.py --mode dry-run,confirm,cancel
+
+Needs only the Python standard library, and the Debian packages blender (3.4+), xvfb,
+xdotool and imagemagick. For each mode it starts Blender with ``blender_side.py`` on its own
+Xvfb display, waits for the window and for ``ready.json`` (the window coordinates of the
+dragged bone), switches the sidebar to the Welman IK tab (the wheel over its tabs until the Blender
+side's probe panel draws), moves the mouse onto the bone, presses the drag shortcut, moves the mouse
+in steps, confirms (left click) or cancels (Esc or right click), takes a screenshot, asks the
+Blender side for its result and to quit, and checks the result. ``--mode dry-run`` does all of
+it but press the shortcut and confirm or cancel: it checks the harness itself.
+
+Every wait has a time limit and Xvfb and Blender are always ended (their own process groups).
+Exit code 0 when every check passed, 1 otherwise. Writes ``out/e2e_<mode>.png`` (the
+screen), ``out/e2e_<mode>.json`` (result and checks) and ``out/e2e_<mode>_blender.log``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+MODES = ("dry-run", "confirm", "cancel")
+
+
+class Failure(Exception):
+    """The run cannot go on."""
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--mode", default="dry-run", help="dry-run, confirm, cancel, or several joined by commas")
+    p.add_argument("--dry-run", action="store_true", help="same as --mode dry-run")
+    p.add_argument("--blender", default=os.environ.get("BLENDER", "blender"))
+    p.add_argument("--output", default=str(ROOT / "out"), help="folder for screenshots, logs and results")
+    p.add_argument("--display", type=int, default=0, help="X display number (0: the first free from 99)")
+    p.add_argument("--screen", default="1600x1000", help="Xvfb screen size, also the Blender window size")
+    p.add_argument("--hardware-gl", action="store_true", help="do not force Mesa's software GL (LIBGL_ALWAYS_SOFTWARE)")
+    p.add_argument("--shortcut", default="ctrl+shift+d", help="xdotool key chord that starts the modal drag")
+    p.add_argument("--bind", default="auto", choices=("auto", "always", "never"),
+                   help="bind --shortcut to the drag in Blender: auto = only if the add-on has no keymap item")
+    p.add_argument("--cancel-with", default="Escape", choices=("Escape", "rightclick"))
+    p.add_argument("--bone", default="hand.R")
+    p.add_argument("--anchor", type=float, default=0.5, help="point along the bone the mouse starts on (0 head, 1 tail)")
+    p.add_argument("--solver", default="", help="CCD, JACOBIAN_TRANSPOSE or SR_INVERSE (default: the add-on's)")
+    p.add_argument("--drag", default="-120,-120", help="mouse travel in screen pixels dx,dy (y down)")
+    p.add_argument("--steps", type=int, default=12, help="mouse moves of the drag (at least 10)")
+    p.add_argument("--step-sleep", type=float, default=0.25, help="seconds between mouse moves")
+    p.add_argument("--min-move", type=float, default=0.05, help="confirm: metres the hand must gain on the cursor")
+    p.add_argument("--pin-tolerance", type=float, default=1e-3, help="confirm: metres a pin may be off")
+    p.add_argument("--layout", default="maximized", choices=("maximized", "default"))
+    p.add_argument("--sidebar-width", type=int, default=420,
+                   help="widen the sidebar to this many pixels by dragging its edge (0: leave it)")
+    p.add_argument("--timeout", type=float, default=240.0, help="seconds for one mode, all waits included")
+    p.add_argument("--start-timeout", type=float, default=120.0, help="seconds for Blender to be ready")
+    p.add_argument("--keep", action="store_true", help="keep the JSON exchange folder")
+    args = p.parse_args(argv)
+    if args.dry_run:
+        args.mode = "dry-run"
+    args.modes = [m.strip() for m in args.mode.split(",") if m.strip()]
+    for m in args.modes:
+        if m not in MODES:
+            p.error(f"unknown mode {m!r}")
+    if args.steps < 10:
+        p.error("--steps must be at least 10")
+    return args
+
+
+# --------------------------------------------------------------------------- processes
+
+
+def _alive(proc) -> bool:
+    return proc is not None and proc.poll() is None
+
+
+def stop(proc, name: str, grace: float = 10.0) -> int | None:
+    """End a process we started, and its process group: SIGTERM, then SIGKILL."""
+    if proc is None:
+        return None
+    if proc.poll() is None:
+        for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 5.0)):
+            try:
+                os.killpg(proc.pid, sig)
+            except ProcessLookupError:
+                break
+            try:
+                proc.wait(timeout=wait)
+                break
+            except subprocess.TimeoutExpired:
+                print(f"  {name} did not end on {sig.name}", flush=True)
+    return proc.poll()
+
+
+def free_display(start: int = 99) -> int:
+    for n in range(start, start + 100):
+        if not os.path.exists(f"/tmp/.X{n}-lock") and not os.path.exists(f"/tmp/.X11-unix/X{n}"):
+            return n
+    raise Failure("no free X display number")
+
+
+def start_xvfb(args, log_dir: Path):
+    for _attempt in range(5):
+        n = args.display or free_display()
+        with open(log_dir / "e2e_xvfb.log", "w") as log:  # the child keeps its own copy
+            proc = subprocess.Popen(["Xvfb", f":{n}", "-screen", "0", f"{args.screen}x24", "-nolisten", "tcp"],
+                                    stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        deadline = time.time() + 15
+        while time.time() < deadline and proc.poll() is None:
+            if os.path.exists(f"/tmp/.X11-unix/X{n}"):
+                time.sleep(0.2)
+                if proc.poll() is None:
+                    return proc, n
+            time.sleep(0.05)
+        stop(proc, "Xvfb")
+        if args.display:
+            break
+    raise Failure(f"Xvfb did not start (see {log_dir / 'e2e_xvfb.log'})")
+
+
+class X:
+    """xdotool and ImageMagick on one display."""
+
+    def __init__(self, display: int):
+        self.env = {**os.environ, "DISPLAY": f":{display}"}
+
+    def run(self, *cmd, timeout: float = 15.0, check: bool = True) -> str:
+        try:
+            done = subprocess.run(cmd, check=False, env=self.env, capture_output=True, text=True, timeout=timeout)
+        except subprocess.TimeoutExpired as error:
+            raise Failure(f"timed out: {' '.join(cmd)}") from error
+        if check and done.returncode != 0:
+            raise Failure(f"{' '.join(cmd)} failed ({done.returncode}): {done.stderr.strip()}")
+        return done.stdout
+
+    def xdo(self, *cmd, **kw) -> str:
+        return self.run("xdotool", *cmd, **kw)
+
+    def find_window(self, name: str = "Blender") -> str | None:
+        out = self.xdo("search", "--onlyvisible", "--name", name, check=False)
+        ids = out.split()
+        return ids[0] if ids else None
+
+    def geometry(self, wid: str) -> dict:
+        out = self.xdo("getwindowgeometry", "--shell", wid)
+        values = dict(line.split("=", 1) for line in out.split() if "=" in line)
+        return {k: int(values[k]) for k in ("X", "Y", "WIDTH", "HEIGHT")}
+
+    def move(self, x: float, y: float) -> None:
+        self.xdo("mousemove", str(round(x)), str(round(y)))
+
+    def mouse(self) -> tuple[int, int]:
+        out = self.xdo("getmouselocation", "--shell")
+        values = dict(line.split("=", 1) for line in out.split() if "=" in line)
+        return int(values["X"]), int(values["Y"])
+
+    def key(self, chord: str) -> None:
+        self.xdo("key", chord)
+
+    def click(self, button: int) -> None:
+        self.xdo("click", str(button))
+
+    def screenshot(self, path: Path) -> None:
+        self.run("import", "-window", "root", str(path), timeout=60)
+
+
+# --------------------------------------------------------------------------- exchange with Blender
+
+
+class Exchange:
+    def __init__(self, workdir: Path, blender, log_path: Path):
+        self.workdir = workdir
+        self.blender = blender
+        self.log_path = log_path
+        self.next_id = 1
+
+    def check_alive(self) -> None:
+        fatal = self.workdir / "fatal.json"
+        if fatal.exists():
+            raise Failure("Blender side failed:\n" + json.loads(fatal.read_text())["traceback"])
+        if not _alive(self.blender):
+            raise Failure(f"Blender exited ({self.blender.returncode}) early; see {self.log_path}")
+
+    def wait_file(self, name: str, timeout: float, alive: bool = True) -> dict:
+        path = self.workdir / name
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if path.exists():
+                return json.loads(path.read_text())
+            if alive:
+                self.check_alive()
+            time.sleep(0.05)
+        raise Failure(f"no {name} from Blender within {timeout:.0f} s; see {self.log_path}")
+
+    def request(self, cmd: str, timeout: float = 20.0, alive: bool = True, **fields) -> dict:
+        n = self.next_id
+        self.next_id += 1
+        tmp = self.workdir / f"request_{n}.json.tmp"
+        tmp.write_text(json.dumps({"id": n, "cmd": cmd, **fields}))
+        os.replace(tmp, self.workdir / f"request_{n}.json")
+        return self.wait_file(f"reply_{n}.json", timeout, alive=alive)
+
+
+# --------------------------------------------------------------------------- one mode
+
+
+class Checks:
+    def __init__(self):
+        self.rows: list[tuple[bool, str, str]] = []
+
+    def add(self, ok: bool, name: str, detail: str = "") -> bool:
+        self.rows.append((bool(ok), name, detail))
+        print(f"  {'PASS' if ok else 'FAIL'}  {name}{': ' + detail if detail else ''}", flush=True)
+        return bool(ok)
+
+    @property
+    def failed(self) -> int:
+        return sum(1 for ok, _, _ in self.rows if not ok)
+
+
+def blender_env(base: dict, workdir: Path) -> dict:
+    """The environment for Blender: its own user folders, and no Python of ours. Debian's
+    Blender takes its Python home from the first ``python3.11`` on PATH, so a pyenv or venv
+    interpreter running this driver (pyenv puts its bin folder first) would hide the system
+    Python's packages (numpy) from it."""
+    env = {k: v for k, v in base.items() if k not in {"PYTHONHOME", "PYTHONPATH", "VIRTUAL_ENV"}
+           and not k.startswith("PYENV")}
+    ours = {str(Path(p) / "bin") for p in {sys.prefix, sys.base_prefix, sys.exec_prefix}} - {"/usr/bin", "/bin"}
+    keep = [p for p in base.get("PATH", "").split(os.pathsep) if p and p not in ours and "pyenv" not in p
+            and not (base.get("VIRTUAL_ENV") and p.startswith(base["VIRTUAL_ENV"]))]
+    env["PATH"] = os.pathsep.join(["/usr/bin", "/bin"] + [p for p in keep if p not in {"/usr/bin", "/bin"}])
+    env["BLENDER_USER_CONFIG"] = str(workdir / "config")
+    env["BLENDER_USER_SCRIPTS"] = str(workdir / "scripts")
+    return env
+
+
+def log_problems(log_path: Path) -> tuple[list[str], list[str]]:
+    """Python tracebacks (with the lines that follow) and 'Error:' lines in Blender's output."""
+    if not log_path.exists():
+        return [], []
+    lines = log_path.read_text(errors="replace").splitlines()
+    tracebacks, errors = [], []
+    for i, line in enumerate(lines):
+        if line.startswith("Traceback"):
+            end = i + 1
+            while end < len(lines) and (lines[end].startswith((" ", "\t")) or not lines[end].strip()):
+                end += 1
+            tracebacks.append("\n".join(lines[i:end + 1]))
+        elif line.startswith("Error:") or " Error: " in line:
+            errors.append(line)
+    return tracebacks, errors
+
+
+def show_sidebar_tab(x: X, ex: Exchange, tabs_screen, left, most: int = 12) -> tuple[dict, int]:
+    """Switch the sidebar to the Welman IK tab (Blender 3.4 has no Python API for the active
+    tab): the mouse wheel over the tab strip steps through the tabs (Ctrl+Tab does too, but not
+    while the mouse is over a button that Ctrl+Wheel would change), first up to the first tab,
+    then down, until the Blender side's probe panel in the Welman IK tab draws."""
+    x.move(*tabs_screen)
+    time.sleep(0.3)
+    status = ex.request("status", timeout=min(20, left()), label="sidebar")
+    tries = 0
+    for button in ("4", "5"):  # wheel up, wheel down
+        for _ in range(most):
+            if status["welman_tab_active"]:
+                return status, tries
+            x.click(int(button))
+            tries += 1
+            time.sleep(0.4)
+            status = ex.request("status", timeout=min(20, left()), label=f"wheel {tries}")
+    return status, tries
+
+
+def run_mode(mode: str, args, display: int, out_dir: Path) -> tuple[Checks, dict]:
+    checks = Checks()
+    timings: dict[str, float] = {}
+    report: dict = {"mode": mode, "timings": timings}
+    x = X(display)
+    workdir = Path(tempfile.mkdtemp(prefix=f"welman_e2e_{mode}_"))
+    log_path = out_dir / f"e2e_{mode}_blender.log"
+    shot = out_dir / f"e2e_{mode}.png"
+    for stale in (shot, out_dir / f"e2e_{mode}_drag.png"):
+        stale.unlink(missing_ok=True)
+    width, height = (int(v) for v in args.screen.split("x"))
+    env = blender_env(x.env, workdir)
+    if not args.hardware_gl:
+        env["LIBGL_ALWAYS_SOFTWARE"] = "1"
+    cmd = [args.blender, "--factory-startup", "--window-geometry", "0", "0", str(width), str(height),
+           "--python", str(HERE / "blender_side.py"), "--",
+           "--root", str(ROOT), "--workdir", str(workdir), "--mode", mode, "--bone", args.bone,
+           "--anchor", str(args.anchor), "--shortcut", args.shortcut, "--bind", args.bind,
+           "--layout", args.layout, "--timeout", str(args.timeout + 30)]
+    if args.solver:
+        cmd += ["--solver", args.solver]
+    blender = None
+    started = time.time()
+    deadline = started + args.timeout
+
+    def left() -> float:
+        remaining = deadline - time.time()
+        if remaining <= 0:
+            raise Failure(f"mode {mode} took longer than --timeout {args.timeout:.0f} s")
+        return remaining
+
+    try:
+        with open(log_path, "w") as log:  # the child keeps its own copy
+            blender = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+                                       cwd=str(ROOT))
+        ex = Exchange(workdir, blender, log_path)
+
+        # The window.
+        wid = None
+        limit = time.time() + min(args.start_timeout, left())
+        while wid is None and time.time() < limit:
+            ex.check_alive()
+            wid = x.find_window()
+            if wid is None:
+                time.sleep(0.1)
+        timings["window_s"] = time.time() - started
+        if not checks.add(wid is not None, "window", f"Blender window {wid} after {timings['window_s']:.1f} s"):
+            raise Failure("no Blender window")
+        geometry = x.geometry(wid)
+        report["window_geometry"] = geometry
+
+        # The scene and the coordinates.
+        ready = ex.wait_file("ready.json", min(args.start_timeout, left()))
+        timings["ready_s"] = time.time() - started
+        report["ready"] = ready
+        win = ready["window"]
+        checks.add(geometry["WIDTH"] == win["width"] and geometry["HEIGHT"] == win["height"], "window size",
+                   f"X {geometry['WIDTH']}x{geometry['HEIGHT']}, Blender {win['width']}x{win['height']}")
+        hx, hy = ready["hand_window"]
+        checks.add(ready["hand_inside_region"], "coordinates",
+                   f"{args.bone} at {args.anchor:g} in window ({hx:.1f}, {hy:.1f}), "
+                   f"{ready['pixels_per_metre']:.0f} px/m, ready after {timings['ready_s']:.1f} s, "
+                   f"window redraw {ready['window_redraw_ms']:.0f} ms")
+        checks.add(ready["mode"] == "POSE" and ready["active_bone"] == args.bone and len(ready["pins"]) == 4
+                   and ready["selected_bones"] == [args.bone], "scene",
+                   f"mode {ready['mode']}, active {ready['active_bone']}, selected {ready['selected_bones']}, "
+                   f"{len(ready['pins'])} pins")
+        keymap = ready["keymap"]
+        if keymap["found"] and not keymap["shortcut_in_addon"]:
+            print(f"  note: the add-on binds the drag to {keymap['found']}, not {args.shortcut}", flush=True)
+        print(f"  keymap: add-on items {keymap['found']}, bound by harness: {keymap['bound_by_harness']}", flush=True)
+
+        def to_screen(wx: float, wy: float) -> tuple[float, float]:
+            """Blender window coordinates (origin bottom left) to X screen coordinates."""
+            return geometry["X"] + wx, geometry["Y"] + (win["height"] - 1 - wy)
+
+        def to_window(sx: float, sy: float) -> tuple[float, float]:
+            return sx - geometry["X"], win["height"] - 1 - (sy - geometry["Y"])
+
+        # A wider sidebar (its edge dragged, as a person would), then the rig framed again.
+        ui = ready["ui_region"]
+        if args.sidebar_width and ui and ui["width"] < args.sidebar_width:
+            edge_y = ui["y"] + ui["height"] / 2
+            width = ui["width"]
+            # The scale zone of an overlapping sidebar lies a few pixels inside its edge, over
+            # the panels' background (a click there cannot select bones in the viewport).
+            for inset in (6, 8, 10):
+                x.move(*to_screen(ui["x"] + inset, edge_y))
+                time.sleep(0.2)
+                x.move(*to_screen(ui["x"] + inset + 1, edge_y))
+                time.sleep(0.2)
+                # Blender takes a button event's position from the latest mouse move it has
+                # read, so each step waits for it to catch up (software GL draws slowly).
+                x.xdo("mousedown", "1")
+                time.sleep(0.4)
+                for i in range(1, 6):
+                    x.move(*to_screen(ui["x"] + inset - (args.sidebar_width - ui["width"]) * i / 5, edge_y))
+                    time.sleep(0.15)
+                time.sleep(0.3)
+                x.xdo("mouseup", "1")
+                time.sleep(0.4)
+                width = ex.request("status", timeout=min(20, left()), label=f"sidebar {inset}")["ui_region"]["width"]
+                if width != ui["width"]:
+                    break
+            ready = ex.request("reframe", timeout=min(60, left()))
+            report["ready"] = ready
+            hx, hy = ready["hand_window"]
+            print(f"  sidebar {ui['width']} -> {width} px wide; rig framed again: {args.bone} in window "
+                  f"({hx:.1f}, {hy:.1f})", flush=True)
+            checks.add(ready["hand_inside_region"] and ready["mode"] == "POSE" and ready["active_bone"] == args.bone
+                       and ready["selected_bones"] == [args.bone], "coordinates after reframe",
+                       f"sidebar {width} px, selected {ready['selected_bones']}")
+
+        # The sidebar tab.
+        status, tries = show_sidebar_tab(x, ex, to_screen(*ready["sidebar_tabs_window"]), left)
+        checks.add(status["welman_tab_active"] and status["mode"] == "POSE", "sidebar tab",
+                   f"Welman IK tab shown after {tries} wheel steps over the tabs, mode {status['mode']}")
+
+        # Onto the bone.
+        start = to_screen(hx, hy)
+        x.move(*start)
+        time.sleep(0.4)
+        status = ex.request("status", timeout=min(20, left()), label="on bone")
+        expected = [round(v) for v in to_window(*x.mouse())]
+        seen = status["last_mouse"]
+        checks.add(seen is not None and abs(seen[0] - expected[0]) <= 1 and abs(seen[1] - expected[1]) <= 1,
+                   "mouse mapping", f"pointer at screen {x.mouse()}, Blender saw window {seen}, expected {expected}")
+
+        # The drag.
+        if mode != "dry-run":
+            x.key(args.shortcut)
+            time.sleep(0.5)
+            status = ex.request("status", timeout=min(20, left()), label="after shortcut")
+            report["drag_running_after_shortcut"] = status["drag_running"]
+        dx, dy = (float(v) for v in args.drag.split(","))
+        positions = []
+        for i in range(1, args.steps + 1):
+            x.move(start[0] + dx * i / args.steps, start[1] + dy * i / args.steps)
+            time.sleep(args.step_sleep)
+            positions.append(x.mouse())
+            left()
+        time.sleep(0.5)
+        end_screen = x.mouse()
+        status = ex.request("status", timeout=min(20, left()), label="after moves")
+        report["positions"] = positions
+        moves = len(set(positions))
+        checks.add(moves >= 10 and tuple(end_screen) == (round(start[0] + dx), round(start[1] + dy)), "mouse moved",
+                   f"{moves} distinct positions, ended at {end_screen}")
+        seen = status["last_mouse"]
+        expected = [round(v) for v in to_window(*end_screen)]
+        if mode == "dry-run":
+            checks.add(seen is not None and abs(seen[0] - expected[0]) <= 1 and abs(seen[1] - expected[1]) <= 1,
+                       "Blender saw the moves", f"last mouse event at window {seen}, expected {expected}")
+        else:
+            checks.add(status["drag_running"] is not False and bool(status["changed_bones"]), "drag running",
+                       f"drag session {status['drag_running']}, {len(status['changed_bones'])} bones moved mid-drag")
+            x.screenshot(out_dir / f"e2e_{mode}_drag.png")
+            if mode == "confirm":
+                x.click(1)
+            elif args.cancel_with == "Escape":
+                x.key("Escape")
+            else:
+                x.click(3)
+            time.sleep(0.8)
+
+        # The picture, then the result, then Blender quits.
+        t = time.time()
+        x.screenshot(shot)
+        timings["screenshot_s"] = time.time() - t
+        size = shot.stat().st_size if shot.exists() else 0
+        checks.add(size > 10_000, "screenshot", f"{shot} ({size} bytes, {timings['screenshot_s']:.1f} s)")
+        cursor = list(to_window(*end_screen))
+        ex.request("finish", timeout=min(60, left()), cursor_window=cursor)
+        result = ex.wait_file("result.json", min(30, left()), alive=False)
+        report["result"] = result
+        try:
+            code = blender.wait(timeout=min(30, left()))
+        except subprocess.TimeoutExpired:
+            code = None
+        timings["total_s"] = time.time() - started
+        # Blender exits with 1 after any Esc press (WM_exit returns G.is_break), so after an Esc
+        # a clean quit is exit code 1 with "Blender quit" as its last words.
+        escaped = mode == "cancel" and args.cancel_with == "Escape"
+        tail = log_path.read_text(errors="replace").strip().splitlines()[-1:] if log_path.exists() else []
+        clean = code == 0 or (escaped and code == 1 and tail == ["Blender quit"])
+        checks.add(clean, "Blender quit", f"exit code {code}" + (" (Esc was pressed)" if escaped else ""))
+        blender_checks(mode, args, result, checks)
+    except Failure as error:
+        checks.add(False, "run", str(error))
+    finally:
+        stop(blender, "Blender")
+        tracebacks, errors = log_problems(log_path)
+        report["log_tracebacks"], report["log_errors"] = tracebacks, errors
+        checks.add(not tracebacks, "no Python tracebacks in Blender's output",
+                   "" if not tracebacks else "\n" + "\n---\n".join(tracebacks))
+        if errors:
+            print(f"  note: Blender printed {len(errors)} 'Error:' line(s): {errors}", flush=True)
+        if args.keep:
+            report["workdir"] = str(workdir)
+        else:
+            shutil.rmtree(workdir, ignore_errors=True)
+    report["checks"] = [{"ok": ok, "name": name, "detail": detail} for ok, name, detail in checks.rows]
+    (out_dir / f"e2e_{mode}.json").write_text(json.dumps(report, indent=1))
+    return checks, report
+
+
+def blender_checks(mode: str, args, r: dict, checks: Checks) -> None:
+    if mode == "dry-run":
+        checks.add(r["pose_identical"] and r["key_count"] == 0, "nothing changed",
+                   f"pose identical {r['pose_identical']}, {r['key_count']} keys")
+        return
+    checks.add(r["drag_running_at_finish"] is not True, "drag ended", f"drag session at finish: {r['drag_running_at_finish']}")
+    if mode == "confirm":
+        before, after = r["distance_to_cursor_ray_before"], r["distance_to_cursor_ray_after"]
+        checks.add(before - after > args.min_move and r["hand_moved_m"] > args.min_move, "hand followed the cursor",
+                   f"distance to the cursor ray {before:.3f} -> {after:.3f} m, moved {r['hand_moved_m']:.3f} m")
+        checks.add(r["max_pin_error"] <= args.pin_tolerance, "pins held",
+                   f"largest pin error {r['max_pin_error']:.2e} m "
+                   + str({k: f"{v['error']:.1e}" for k, v in r["pins"].items()}))
+        checks.add(args.bone in r["keyed_bones_at_current_frame"], "keys at the current frame",
+                   f"frame {r['frame_current']}: {len(r['keys_at_current_frame'])} channels, "
+                   f"bones {r['keyed_bones_at_current_frame']}")
+    else:
+        checks.add(r["pose_identical"], "pose restored bit for bit",
+                   "" if r["pose_identical"] else f"changed: {r['changed_bones']}")
+        checks.add(r["key_count"] == 0, "no keys", f"{r['key_count']} keys, action {r['has_action']}")
+    lat = r.get("latencies_ms")
+    if r.get("latency_source") is not None:
+        checks.add(bool(lat), "drag events solved", f"{len(lat or [])} mouse events")
+    if lat:
+        lat_sorted = sorted(lat)
+        print(f"  latency per event ({r['latency_source']}): n {len(lat)}, median {lat_sorted[len(lat) // 2]:.1f} ms, "
+              f"max {lat_sorted[-1]:.1f} ms", flush=True)
+
+
+# --------------------------------------------------------------------------- main
+
+
+def _terminate(signum, frame):
+    raise KeyboardInterrupt(f"signal {signum}")  # so that the finally clauses end Blender and Xvfb
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    signal.signal(signal.SIGTERM, _terminate)
+    for tool in ("Xvfb", "xdotool", "import", args.blender):
+        if shutil.which(tool) is None:
+            print(f"e2e: {tool} not found (apt-get install -y --no-install-recommends blender xvfb xdotool "
+                  f"imagemagick)", file=sys.stderr)
+            return 1
+    out_dir = Path(args.output)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    xvfb = None
+    totals = Checks()
+    try:
+        t = time.time()
+        xvfb, display = start_xvfb(args, out_dir)
+        print(f"e2e: Xvfb :{display} {args.screen} up in {time.time() - t:.1f} s", flush=True)
+        for mode in args.modes:
+            print(f"e2e: mode {mode}", flush=True)
+            checks, report = run_mode(mode, args, display, out_dir)
+            print("  timings: " + ", ".join(f"{k} {v:.1f}" for k, v in report["timings"].items()), flush=True)
+            totals.rows += checks.rows
+    except Failure as error:
+        totals.add(False, "setup", str(error))
+    finally:
+        stop(xvfb, "Xvfb")
+    passed = len(totals.rows) - totals.failed
+    print(f"e2e: {passed} passed, {totals.failed} failed", flush=True)
+    return 0 if totals.failed == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
