@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 OUT := out
 RUFF_ARGS := --line-length 120 --target-version py311 --ignore RUF012
 
-.PHONY: all venv demo test test-core test-blender lint bench package clean
+.PHONY: all venv demo test test-core test-blender e2e lint bench package clean
 
 all: test
 
@@ -21,14 +21,22 @@ venv: $(VENV)/.installed
 demo: venv
 	$(PY) scripts/demo.py --output $(OUT)
 
-## test: lint, then the core tests (no Blender) and the Blender tests (bpy module)
-test: venv lint test-core test-blender
+## test: lint, the core tests (no Blender), the Blender tests (bpy module), the real-window test
+test: venv lint test-core test-blender e2e
 
 test-core: venv
 	$(PY) -m pytest tests/core -q
 
 test-blender: venv
 	$(PY) -m pytest tests/blender -q
+
+E2E_DEBS := blender xvfb xdotool imagemagick python3-numpy
+
+## e2e: the interactive drag in a real Blender 3.4 window (Debian packages, Xvfb, xdotool)
+e2e:
+	dpkg -s $(E2E_DEBS) >/dev/null 2>&1 || { apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(E2E_DEBS) >/dev/null; }
+	$(PYTHON) tests/e2e/run_e2e.py --mode dry-run,confirm,cancel --output $(OUT)
 
 lint: venv
 	$(PY) -m ruff check $(RUFF_ARGS) welman_ik tests scripts

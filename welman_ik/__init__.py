@@ -36,16 +36,16 @@ def register() -> None:
     atexit.register(_unregister_at_exit)
 
 
-def unregister() -> None:
+def unregister(at_exit: bool = False) -> None:
     global _registered
     from . import blender
 
     if not _registered:
         return
-    blender.unregister()
+    blender.unregister(at_exit)
     _registered = False
 
 
 def _unregister_at_exit() -> None:
     with contextlib.suppress(Exception):  # Blender may already have torn down its types
-        unregister()
+        unregister(at_exit=True)

@@ -19,15 +19,17 @@ def register() -> None:
         bpy.utils.register_class(cls)
     overlay.register()
     keyconfig = bpy.context.window_manager.keyconfigs.addon
-    if keyconfig is not None:  # None in background mode
+    if keyconfig is not None:
         keymap = keyconfig.keymaps.new(name="Pose", space_type="EMPTY")
         item = keymap.keymap_items.new("welman_ik.drag", **DRAG_SHORTCUT)
         _keymaps.append((keymap, item))
 
 
-def unregister() -> None:
-    for keymap, item in _keymaps:
-        keymap.keymap_items.remove(item)
+def unregister(at_exit: bool = False) -> None:
+    """``at_exit``: the process is ending and Blender may already have freed its keymaps."""
+    if not at_exit:
+        for keymap, item in _keymaps:
+            keymap.keymap_items.remove(item)
     _keymaps.clear()
     overlay.unregister()
     for cls in reversed(_CLASSES):

@@ -75,6 +75,9 @@ class WELMAN_IK_PT_last_solve(SidebarPanel, bpy.types.Panel):
     def draw(self, context):
         last = context.object.welman_ik.last_solve
         col = self.layout.column(align=True)
+        if last.iterations == 0 and last.milliseconds == 0.0:
+            col.label(text="No solve yet")
+            return
         col.label(text=f"Iterations: {last.iterations}")
         col.label(text=f"Drag error: {last.drag_error * 1000:.3f} mm")
         col.label(text=f"Largest pin error: {last.max_pin_error * 1000:.3f} mm")
