@@ -55,7 +55,7 @@ def parse_args():
     p = argparse.ArgumentParser(prog="blender_side.py")
     p.add_argument("--root", required=True, help="repository root (put on sys.path)")
     p.add_argument("--workdir", required=True, help="folder for the JSON files shared with the driver")
-    p.add_argument("--mode", default="dry-run", choices=("dry-run", "confirm", "cancel"))
+    p.add_argument("--mode", default="dry-run", choices=("dry-run", "confirm", "cancel", "undo"))
     p.add_argument("--bone", default="hand.R")
     p.add_argument("--anchor", type=float, default=0.5,
                    help="point along the bone put under the mouse (0 head, 1 tail; the modal drag's default is 0.5)")
@@ -340,6 +340,7 @@ def step_setup():
     if ARGS.solver:
         obj.welman_ik.solver = ARGS.solver
     S.obj = obj
+    S.obj_name = obj.name
     if ARGS.layout == "maximized":
         with override():
             bpy.ops.screen.screen_full_area()
@@ -407,6 +408,10 @@ def step_ready():
     rv3d = S.area.spaces.active.region_3d
     obj = S.obj
     bpy.context.view_layer.update()
+    # The scene was built by this script: make it an undo step of its own, so that undoing
+    # the drag returns to it (and not to the startup file).
+    with override():
+        bpy.ops.ed.undo_push(message="Welman IK e2e scene")
     S.snapshot = pose_snapshot(obj)
     S.hand_before = point_on_bone(obj, ARGS.bone, ARGS.anchor)
     S.tail_before = point_on_bone(obj, ARGS.bone, 1.0)
@@ -456,7 +461,7 @@ def step_ready():
 
 
 def status() -> dict:
-    obj = S.obj
+    obj = S.obj = bpy.data.objects[S.obj_name]  # undo replaces the data-blocks
     moves = [e for e in S.events if e["type"] in {"MOUSEMOVE", "INBETWEEN_MOUSEMOVE"}]
     return {
         "t": time.time() - STARTED,
@@ -474,7 +479,7 @@ def status() -> dict:
 
 
 def result(request) -> dict:
-    obj = S.obj
+    obj = S.obj = bpy.data.objects[S.obj_name]  # undo replaces the data-blocks
     bpy.context.view_layer.update()
     rv3d = S.area.spaces.active.region_3d
     hand_after = point_on_bone(obj, ARGS.bone, ARGS.anchor)

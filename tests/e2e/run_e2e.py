@@ -35,7 +35,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
-MODES = ("dry-run", "confirm", "cancel")
+MODES = ("dry-run", "confirm", "cancel", "undo")  # undo: confirm, then Ctrl+Z
 
 
 class Failure(Exception):
@@ -442,8 +442,14 @@ def run_mode(mode: str, args, display: int, out_dir: Path) -> tuple[Checks, dict
             checks.add(status["drag_running"] is not False and bool(status["changed_bones"]), "drag running",
                        f"drag session {status['drag_running']}, {len(status['changed_bones'])} bones moved mid-drag")
             x.screenshot(out_dir / f"e2e_{mode}_drag.png")
-            if mode == "confirm":
+            if mode in ("confirm", "undo"):
                 x.click(1)
+                if mode == "undo":
+                    time.sleep(0.8)
+                    status = ex.request("status", timeout=min(20, left()), label="after confirm")
+                    checks.add(bool(status["changed_bones"]), "confirmed before undo",
+                               f"{len(status['changed_bones'])} bones changed")
+                    x.key("ctrl+z")
             elif args.cancel_with == "Escape":
                 x.key("Escape")
             else:
@@ -507,7 +513,7 @@ def blender_checks(mode: str, args, r: dict, checks: Checks) -> None:
         checks.add(args.bone in r["keyed_bones_at_current_frame"], "keys at the current frame",
                    f"frame {r['frame_current']}: {len(r['keys_at_current_frame'])} channels, "
                    f"bones {r['keyed_bones_at_current_frame']}")
-    else:
+    else:  # cancel, or confirm then undo: one undo step takes the whole drag back
         checks.add(r["pose_identical"], "pose restored bit for bit",
                    "" if r["pose_identical"] else f"changed: {r['changed_bones']}")
         checks.add(r["key_count"] == 0, "no keys", f"{r['key_count']} keys, action {r['has_action']}")
