@@ -226,6 +226,9 @@ class WELMAN_IK_OT_drag(ArmatureOperator, bpy.types.Operator):
             drag.cycle_solver()
         elif event.value == "PRESS" and event.type in {"LEFTMOUSE", "RET", "NUMPAD_ENTER"}:
             drag.confirm(context)
+            # The redo panel re-runs the script form from the start pose: give it this drag.
+            self.bone, self.anchor = drag.bone, drag.anchor
+            self.target = tuple(drag.goal if drag.goal is not None else drag.effector())
             return self._finish(context, {"FINISHED"})
         elif event.value == "PRESS" and event.type in {"RIGHTMOUSE", "ESC"}:
             drag.cancel()
