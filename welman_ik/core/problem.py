@@ -77,9 +77,11 @@ def goal_errors(goals: Sequence[Goal], kin: Kinematics) -> np.ndarray:
     return np.array([g.error(kin) for g in goals], dtype=float)
 
 
-def finish(problem: Problem, q: np.ndarray, iterations: int, history: list[float]) -> SolveResult:
-    """Evaluate the final pose and package it."""
-    kin = problem.skeleton.forward(q)
+def finish(problem: Problem, q: np.ndarray, iterations: int, history: list[float],
+           kin: Kinematics | None = None) -> SolveResult:
+    """Evaluate the final pose (``kin``, if given, must be at ``q``) and package it."""
+    if kin is None:
+        kin = problem.skeleton.forward(q)
     errors = goal_errors(problem.goals, kin)
     converged = bool(np.all(errors <= problem.tolerance))
     return SolveResult(q=q, iterations=iterations, errors=errors, converged=converged, history=history)
@@ -96,13 +98,19 @@ def check_start(problem: Problem, q0) -> np.ndarray:
 
 
 def stacked(goals: Sequence[Goal], kin: Kinematics, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Residuals (r,) and Jacobians (r, n) of ``goals`` stacked, each row times sqrt(weight)."""
+    """Residuals (r,) and Jacobians (r, n) of ``goals``, each goal's rows times sqrt(weight).
+    Goals of one kind are evaluated in one batch, so rows come grouped by kind."""
     n = kin.skeleton.size
     if not goals:
         return np.zeros(0), np.zeros((0, n))
-    rs, js = [], []
-    for goal, w in zip(goals, weights):
-        s = np.sqrt(w)
-        rs.append(s * goal.residual(kin))
-        js.append(s * goal.jacobian(kin))
-    return np.concatenate(rs), np.vstack(js)
+    kinds: dict[type, list[int]] = {}
+    for i, goal in enumerate(goals):
+        kinds.setdefault(type(goal), []).append(i)
+    rows_e, rows_j = [], []
+    for kind, members in kinds.items():
+        e, j = kind.stack([goals[i] for i in members], kin)
+        per_goal = len(e) // len(members)
+        scale = np.repeat(np.sqrt(np.asarray(weights, dtype=float)[members]), per_goal)
+        rows_e.append(e * scale)
+        rows_j.append(j * scale[:, None])
+    return np.concatenate(rows_e), np.vstack(rows_j)

@@ -32,6 +32,13 @@ class Goal(ABC):
     def jacobian(self, kin: Kinematics) -> np.ndarray:
         """Jacobian of the goal's feature with respect to q, shape (r, n)."""
 
+    @classmethod
+    def stack(cls, goals: list[Goal], kin: Kinematics) -> tuple[np.ndarray, np.ndarray]:
+        """Residuals and Jacobians of several goals of this kind, stacked in their order
+        (every goal of a kind has the same number of rows). A kind may override this to
+        evaluate them in one batch."""
+        return np.concatenate([g.residual(kin) for g in goals]), np.vstack([g.jacobian(kin) for g in goals])
+
     def error(self, kin: Kinematics) -> float:
         """Scalar distance from being met [m], compared with the solver's tolerance."""
         return float(np.linalg.norm(self.residual(kin)))

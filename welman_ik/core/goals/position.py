@@ -32,5 +32,13 @@ class PositionGoal(Goal):
     def jacobian(self, kin: Kinematics) -> np.ndarray:
         return kin.point_jacobian(self.joint, self.point(kin)[None])[0]
 
+    @classmethod
+    def stack(cls, goals: list[PositionGoal], kin: Kinematics) -> tuple[np.ndarray, np.ndarray]:
+        """All points and Jacobians in one batch: (3k,) and (3k, n)."""
+        joints = np.concatenate([g.joint for g in goals])
+        points = kin.points(joints, np.vstack([g.local for g in goals]))
+        residual = (np.vstack([g.target for g in goals]) - points).reshape(-1)
+        return residual, kin.point_jacobian(joints, points).reshape(3 * len(goals), -1)
+
     def point_pairs(self, kin: Kinematics):
         return self.joint, kin.points(self.joint, self.local), self.target[None, :]

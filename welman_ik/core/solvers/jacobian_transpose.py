@@ -96,4 +96,4 @@ def solve(problem: Problem, q0) -> SolveResult:
                 (q, kin), moved = taken, True
         if not moved:
             break
-    return finish(problem, q, iterations, history)
+    return finish(problem, q, iterations, history, kin)

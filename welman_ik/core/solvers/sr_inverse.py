@@ -227,7 +227,7 @@ def solve(problem: Problem, q0) -> SolveResult:
             q, kin = nudged, sk.forward(nudged)
             continue
         q, kin = new_q, (new_kin if new_kin is not None else sk.forward(new_q))
-    return finish(problem, q, iterations, history)
+    return finish(problem, q, iterations, history, kin)
 
 
 def _dq(sk, cols, x, scale) -> np.ndarray:
