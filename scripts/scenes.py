@@ -44,6 +44,8 @@ def basic_human(pins=DEMO_PINS):
 
 
 def select(obj, names) -> None:
+    from welman_ik.blender.selection import set_selected
+
     names = set(names)
     for pb in obj.pose.bones:
-        pb.bone.select = pb.name in names
+        set_selected(pb, pb.name in names)

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
+
 import bpy
 from bpy.props import EnumProperty, FloatProperty, FloatVectorProperty, StringProperty
 
-from . import overlay, preferences, session, solve, viewport
+from . import overlay, preferences, selection, session, solve, viewport
 from .properties import PIN_KINDS
 from .rig import RigError
 
@@ -22,7 +24,7 @@ def armature_poll(cls, context) -> bool:
 
 
 def selected_pose_bones(obj) -> list:
-    return [pb for pb in obj.pose.bones if pb.bone.select and not pb.bone.hide]
+    return [pb for pb in obj.pose.bones if selection.is_selected(pb) and not selection.is_hidden(pb)]
 
 
 class ArmatureOperator:
@@ -58,10 +60,10 @@ class WELMAN_IK_OT_pin(SelectionOperator, bpy.types.Operator):
     bl_idname = "welman_ik.pin"
     bl_label = "Pin"
 
-    kind: EnumProperty(name="Kind", items=PIN_KINDS, default="POSITION")
-    anchor: FloatProperty(name="Anchor", min=0.0, max=1.0, default=1.0, subtype="FACTOR",
+    kind: EnumProperty(name="Kind", items=PIN_KINDS, default="POSITION", options={"SKIP_SAVE"})
+    anchor: FloatProperty(name="Anchor", min=0.0, max=1.0, default=1.0, subtype="FACTOR", options={"SKIP_SAVE"},
                           description="The held point along the bone: 0 head, 1 tail")
-    weight: FloatProperty(name="Weight", min=0.0, default=1.0, soft_max=10.0)
+    weight: FloatProperty(name="Weight", min=0.0, default=1.0, soft_max=10.0, options={"SKIP_SAVE"})
 
     def execute(self, context):
         obj = context.object
@@ -152,10 +154,12 @@ class WELMAN_IK_OT_drag(ArmatureOperator, bpy.types.Operator):
     bl_idname = "welman_ik.drag"
     bl_label = "Drag"
 
-    bone: StringProperty(name="Bone", description="Pose bone to move (empty: the bone under the mouse, or the active bone)")
-    target: FloatVectorProperty(name="Target", size=3, subtype="TRANSLATION", unit="LENGTH",
+    # SKIP_SAVE: each drag starts from the contract's defaults, not from the last drag's values.
+    bone: StringProperty(name="Bone", options={"SKIP_SAVE"},
+                         description="Pose bone to move (empty: the bone under the mouse, or the active bone)")
+    target: FloatVectorProperty(name="Target", size=3, subtype="TRANSLATION", unit="LENGTH", options={"SKIP_SAVE"},
                                 description="World-space goal for the anchor point")
-    anchor: FloatProperty(name="Anchor", min=0.0, max=1.0, default=1.0, subtype="FACTOR",
+    anchor: FloatProperty(name="Anchor", min=0.0, max=1.0, default=1.0, subtype="FACTOR", options={"SKIP_SAVE"},
                           description="The dragged point along the bone: 0 head, 1 tail "
                           "(interactive drags default to the middle unless this is set)")
 
@@ -178,6 +182,9 @@ class WELMAN_IK_OT_drag(ArmatureOperator, bpy.types.Operator):
         except RigError as error:
             self.report({"ERROR"}, str(error))
             return {"CANCELLED"}
+        except Exception as error:  # noqa: BLE001 - a solver failure is reported, not raised
+            self.report({"ERROR"}, f"The solve failed ({type(error).__name__}: {error}); the pose is unchanged")
+            return {"CANCELLED"}
         r = figures.result
         text = (f"{obj.welman_ik.solver}: {r.iterations} iterations, drag error {figures.drag_error:.2e} m, "
                 f"largest pin error {figures.max_pin_error:.2e} m, {figures.milliseconds:.1f} ms")
@@ -185,14 +192,17 @@ class WELMAN_IK_OT_drag(ArmatureOperator, bpy.types.Operator):
         return {"FINISHED"}
 
     def invoke(self, context, event):
-        region, rv3d = viewport.view_region(context)
+        in_viewport = context.region is not None and context.region.type == "WINDOW" and context.region_data
+        # From the viewport itself (the shortcut) drag the bone under the mouse; from the
+        # sidebar's button, the active bone, in the area's main view.
+        region, rv3d = (context.region, context.region_data) if in_viewport else viewport.view_region(context)
         if region is None or rv3d is None:
             self.report({"ERROR"}, "The interactive drag needs a 3D viewport; "
                         "from a script, give bone and target (the default, EXEC, form)")
             return {"CANCELLED"}
         obj = context.object
         mouse = viewport.region_mouse(region, event)
-        bone = self.bone or viewport.bone_under_mouse(region, rv3d, obj, mouse)
+        bone = self.bone or (viewport.bone_under_mouse(region, rv3d, obj, mouse) if in_viewport else "")
         if not bone:
             bone = self._bone(context)
             if bone is None:
@@ -210,6 +220,15 @@ class WELMAN_IK_OT_drag(ArmatureOperator, bpy.types.Operator):
         return {"RUNNING_MODAL"}
 
     def modal(self, context, event):
+        try:
+            return self._handle(context, event)
+        except Exception as error:  # noqa: BLE001 - never leave a half-finished drag behind
+            with contextlib.suppress(Exception):
+                self._session.cancel()
+            self.report({"ERROR"}, f"The drag stopped ({type(error).__name__}: {error}); the pose is restored")
+            return self._finish(context, {"CANCELLED"})
+
+    def _handle(self, context, event):
         drag = self._session
         if event.type == "MOUSEMOVE":
             region, rv3d = self._view
@@ -235,15 +254,17 @@ class WELMAN_IK_OT_drag(ArmatureOperator, bpy.types.Operator):
             return self._finish(context, {"CANCELLED"})
         else:
             return {"RUNNING_MODAL"}
-        context.area.header_text_set(drag.header())
-        context.area.tag_redraw()
+        if context.area is not None:
+            context.area.header_text_set(drag.header())
+            context.area.tag_redraw()
         return {"RUNNING_MODAL"}
 
     def _finish(self, context, result):
         overlay.DRAG_STATE.latencies = list(self._session.milliseconds)
         overlay.DRAG_STATE.session = None
-        context.area.header_text_set(None)
-        context.area.tag_redraw()
+        if context.area is not None:
+            context.area.header_text_set(None)
+            context.area.tag_redraw()
         return result
 
 

@@ -7,6 +7,7 @@ import gpu
 import numpy as np
 from gpu_extras.batch import batch_for_shader
 
+from . import selection
 from .solve import anchor_world
 
 
@@ -65,7 +66,7 @@ def draw() -> None:
     locked = [
         np.array(obj.matrix_world @ pb.head)
         for pb in obj.pose.bones
-        if pb.lock_ik_x and pb.lock_ik_y and pb.lock_ik_z and not pb.bone.hide
+        if pb.lock_ik_x and pb.lock_ik_y and pb.lock_ik_z and not selection.is_hidden(pb)
     ]
     gpu.state.point_size_set(10.0)
     gpu.state.depth_test_set("NONE")

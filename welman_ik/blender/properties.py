@@ -85,7 +85,7 @@ class WELMAN_IK_Settings(bpy.types.PropertyGroup):
         description="A goal within this distance is met",
     )
     damping: FloatProperty(
-        name="Damping", min=0.0, soft_max=1.0, default=1e-3, precision=5,
+        name="Damping", min=1e-9, soft_max=1.0, default=1e-3, precision=5,
         description="The SR inverse's k, relative to the scale of each task's Jacobian",
     )
     pins_first: BoolProperty(

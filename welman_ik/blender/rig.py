@@ -84,6 +84,18 @@ class BoneJoints:
     order: str
 
 
+class BoneChannels:
+    """One bone's rotation and location channels, to put back exactly."""
+
+    def __init__(self, pose_bone):
+        self.values = (tuple(pose_bone.location), tuple(pose_bone.rotation_quaternion),
+                       tuple(pose_bone.rotation_euler), tuple(pose_bone.rotation_axis_angle))
+
+    def restore(self, pose_bone) -> None:
+        (pose_bone.location, pose_bone.rotation_quaternion, pose_bone.rotation_euler,
+         pose_bone.rotation_axis_angle) = self.values
+
+
 class RigModel:
     """The hinge tree of the bones that take part in one solve, and the way back."""
 
@@ -145,7 +157,7 @@ class RigModel:
                     slides[letter] = j
                     parent_joint = j
                 rel = np.eye(4)
-            else:
+            elif not bone.use_connect:  # Blender ignores the location of a connected bone
                 loc = np.eye(4)
                 loc[:3, 3] = np.array(pb.location, dtype=float)
                 rel = rel @ loc
@@ -160,15 +172,24 @@ class RigModel:
                 hi = getattr(pb, f"ik_max_{letter.lower()}") if limited else np.inf
                 stiffness = getattr(pb, f"ik_stiffness_{letter.lower()}")
                 mob = 0.0 if (locked or not moves) else float(np.clip(1.0 - stiffness, 0.0, 1.0))
+                value = float(euler[i])
+                if mob == 0.0:
+                    lo, hi = -np.inf, np.inf  # a frozen joint stays where it is, limits or not
+                else:
+                    # A bone posed past its limits by hand is not snapped back; it may only
+                    # move back toward them.
+                    lo, hi = min(lo, value), max(hi, value)
                 ax = np.zeros(3)
                 ax[i] = 1.0
-                j = add(parent_joint, False, ax, rel if k == 0 else np.eye(4), lo, hi, mob, float(euler[i]))
+                j = add(parent_joint, False, ax, rel if k == 0 else np.eye(4), lo, hi, mob, value)
                 hinges[letter] = j
                 parent_joint = j
             self.bones[name] = BoneJoints(name, hinges, slides, parent_joint, scale, bone.length, order)
 
         self.object = obj
         self.q0 = np.array(q0, dtype=float)
+        self.written = self.q0.copy()  # what the pose bones hold now
+        self.originals = {name: BoneChannels(pose_bones[name]) for name in self.bones}
         self.skeleton = Skeleton(
             parent=np.array(parent), prismatic=np.array(prismatic), axis=np.array(axis),
             rest=np.array(rest), lower=np.array(lower), upper=np.array(upper),
@@ -214,24 +235,28 @@ class RigModel:
     def write(self, q: np.ndarray) -> list[str]:
         """Put joint values q onto the pose bones, each in its own rotation mode.
 
-        Only bones whose joint values changed are touched; returns their names.
+        Bones whose values differ from the last written are written (a bone back at its
+        start values gets its original channels back exactly); returns the names of the
+        bones that differ from the start.
         """
         moved = []
         for name, b in self.bones.items():
             pb = self.object.pose.bones[name]
-            changed = False
             idx = [b.hinges[a] for a in AXES]
-            if np.any(q[idx] != self.q0[idx]):
-                changed = True
-                euler = Euler([float(v) for v in q[idx]], b.order)
-                set_rotation(pb, euler)
-            if b.slides:
-                sidx = [b.slides[a] for a in AXES]
-                if np.any(q[sidx] != self.q0[sidx]):
-                    changed = True
-                    pb.location = [float(v) for v in q[sidx]]
-            if changed:
+            sidx = [b.slides[a] for a in AXES] if b.slides else []
+            joints = idx + sidx
+            if np.any(q[joints] != self.q0[joints]):
                 moved.append(name)
+            if np.all(q[joints] == self.written[joints]):
+                continue
+            if np.all(q[joints] == self.q0[joints]):
+                self.originals[name].restore(pb)
+                continue
+            if np.any(q[idx] != self.written[idx]):
+                set_rotation(pb, Euler([float(v) for v in q[idx]], b.order))
+            if sidx and np.any(q[sidx] != self.written[sidx]):
+                pb.location = [float(v) for v in q[sidx]]
+        self.written = q.copy()
         return moved
 
 
@@ -263,8 +288,11 @@ def set_rotation(pose_bone, euler: Euler) -> None:
         quat = -quat
     if mode == "QUATERNION":
         pose_bone.rotation_quaternion = quat
-    else:  # AXIS_ANGLE
+    else:  # AXIS_ANGLE, with the axis on the side of the previous one so keys interpolate
+        _, *previous_axis = pose_bone.rotation_axis_angle
         norm = float(np.linalg.norm(quat[1:]))
         angle = 2.0 * np.arctan2(norm, quat[0])
-        axis = quat[1:] / norm if norm > 0.0 else np.array([0.0, 1.0, 0.0])
+        axis = quat[1:] / norm if norm > 0.0 else np.array(previous_axis, dtype=float)
+        if axis @ np.array(previous_axis) < 0.0:
+            axis, angle = -axis, -angle
         pose_bone.rotation_axis_angle = (angle, *axis)

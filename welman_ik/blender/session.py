@@ -16,6 +16,7 @@ from .properties import SOLVER_ITEMS
 from .rig import RigError
 from .solve import DragSolver, Figures, anchor_world, record
 
+LAST_SOLVE = ("iterations", "drag_error", "max_pin_error", "milliseconds", "converged")
 DEFAULT_ANCHOR = 0.5  # the bone's middle: Welman (1993) found it avoids unwanted twist
 EVENT_BUDGET = 0.03  # seconds of solving per mouse event, so the cursor never stalls
 
@@ -62,6 +63,8 @@ class DragSession:
         self.anchor = anchor
         self.event_budget = event_budget
         self.snapshot = PoseSnapshot(obj)
+        s = self.settings
+        self.settings_before = (s.chain_length, s.solver, tuple(getattr(s.last_solve, f) for f in LAST_SOLVE))
         self.solver = DragSolver(obj, self.settings, bone, anchor)
         self.goal: np.ndarray | None = None
         self.figures: Figures | None = None
@@ -121,8 +124,12 @@ class DragSession:
         return moved
 
     def cancel(self) -> None:
-        """Put every channel back exactly as it was; no keys."""
+        """Put every channel back exactly as it was, and the settings the drag changed; no keys."""
         self.snapshot.restore(self.obj)
+        chain_length, solver, figures = self.settings_before
+        self.settings.chain_length, self.settings.solver = chain_length, solver
+        for field, value in zip(LAST_SOLVE, figures):
+            setattr(self.settings.last_solve, field, value)
 
     def header(self) -> str:
         f = self.figures

@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 from bpy_extras import view3d_utils
 
+from . import selection
+
 PICK_RADIUS = 12.0  # pixels from a bone's line within which the mouse picks it
 
 
@@ -44,7 +46,7 @@ def bone_under_mouse(region, rv3d, obj, mouse) -> str:
     p = np.array(mouse, dtype=float)
     best, best_name = PICK_RADIUS, ""
     for pb in obj.pose.bones:
-        if pb.bone.hide:
+        if selection.is_hidden(pb):
             continue
         head = view3d_utils.location_3d_to_region_2d(region, rv3d, world @ pb.head)
         tail = view3d_utils.location_3d_to_region_2d(region, rv3d, world @ pb.tail)
