@@ -39,6 +39,29 @@ def key_bones(obj, names, frame: float, with_location=()) -> int:
     return count
 
 
+LINEAR = 1  # the 'LINEAR' item of Keyframe.interpolation, for foreach_set
+
+
+def assign_action(obj, action) -> None:
+    """Assign an action (and, with slotted actions, the slot it has for this object)."""
+    ad = obj.animation_data
+    slot = getattr(ad, "action_slot", None)
+    identifier = slot.identifier if slot is not None else None
+    ad.action = action
+    if hasattr(ad, "action_slot") and ad.action_slot is None and len(getattr(action, "slots", ())):
+        ad.action_slot = next((s for s in action.slots if s.identifier == identifier), action.slots[0])
+
+
+def ensure_fcurve(obj, data_path: str, index: int, group: str):
+    """The F-curve of the object's action for one channel, created (in channel group
+    ``group``) if missing."""
+    for curve in action_fcurves(obj):
+        if curve.data_path == data_path and curve.array_index == index:
+            return curve
+    obj.keyframe_insert(data_path, index=index, group=group)
+    return next(c for c in action_fcurves(obj) if c.data_path == data_path and c.array_index == index)
+
+
 def action_fcurves(obj) -> list:
     """The F-curves of the object's assigned action (its slot's channelbag in 4.4+)."""
     ad = obj.animation_data

@@ -5,9 +5,9 @@ from __future__ import annotations
 import contextlib
 
 import bpy
-from bpy.props import EnumProperty, FloatProperty, FloatVectorProperty, StringProperty
+from bpy.props import BoolProperty, EnumProperty, FloatProperty, FloatVectorProperty, IntProperty, StringProperty
 
-from . import overlay, preferences, selection, session, solve, viewport
+from . import bake, overlay, preferences, selection, session, solve, viewport
 from .properties import PIN_KINDS
 from .rig import RigError
 
@@ -268,6 +268,43 @@ class WELMAN_IK_OT_drag(ArmatureOperator, bpy.types.Operator):
         return result
 
 
+class WELMAN_IK_OT_bake(ArmatureOperator, bpy.types.Operator):
+    """Enforce the pins through every frame of the animation, into a new action (the original is kept)"""
+
+    bl_idname = "welman_ik.bake"
+    bl_label = "Bake Pins"
+
+    frame_start: IntProperty(name="Start", default=1, description="First frame to bake")
+    frame_end: IntProperty(name="End", default=250, description="Last frame to bake")
+    step: IntProperty(name="Step", default=1, min=1, description="Bake every Nth frame")
+    move_root: BoolProperty(name="Move Root", default=False, options={"SKIP_SAVE"},
+                            description="Let the root bone move too (by default it keeps its animated path)")
+
+    def execute(self, context):
+        obj = context.object
+        try:
+            baker = bake.Baker(context, obj, self.frame_start, self.frame_end, self.step, self.move_root)
+        except RigError as error:
+            self.report({"ERROR"}, str(error))
+            return {"CANCELLED"}
+        wm = context.window_manager
+        wm.progress_begin(0, len(baker.frames))
+        try:
+            while not baker.done:
+                baker.next()
+                wm.progress_update(baker.index)
+            action = baker.finish()
+        except Exception as error:  # noqa: BLE001 - leave nothing behind, say why
+            baker.abort()
+            self.report({"ERROR"}, f"The bake failed ({type(error).__name__}: {error}); nothing was changed")
+            return {"CANCELLED"}
+        finally:
+            wm.progress_end()
+        self.report({"INFO"}, f"Baked {len(baker.frames)} frames into '{action.name}'; "
+                    f"largest pin error {baker.max_pin_error:.2e} m")
+        return {"FINISHED"}
+
+
 CLASSES = (
     WELMAN_IK_OT_pin,
     WELMAN_IK_OT_unpin,
@@ -275,4 +312,5 @@ CLASSES = (
     WELMAN_IK_OT_lock,
     WELMAN_IK_OT_unlock,
     WELMAN_IK_OT_drag,
+    WELMAN_IK_OT_bake,
 )

@@ -58,6 +58,11 @@ class WELMAN_IK_Pin(bpy.types.PropertyGroup):
     radius: FloatProperty(name="Radius", min=0.0, default=0.1, unit="LENGTH", description="Region radius")
     weight: FloatProperty(name="Weight", min=0.0, default=1.0, soft_max=10.0, description="Importance against other pins")
     enabled: BoolProperty(name="Enabled", default=True, description="A disabled pin is kept but ignored")
+    frame_start: IntProperty(name="Start", default=0, description="First frame the pin is in force (bake); "
+                             "start and end both 0: always")
+    frame_end: IntProperty(name="End", default=0, description="Last frame the pin is in force (bake)")
+    follow: BoolProperty(name="Follow", default=False,
+                         description="Bake: the goal is where the bone's own animation puts it on each frame")
 
 
 class WELMAN_IK_LastSolve(bpy.types.PropertyGroup):

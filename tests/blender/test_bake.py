@@ -1,0 +1,80 @@
+"""Bake: pins enforced through every frame of an action (Welman 1993, Fig 6.5)."""
+
+from __future__ import annotations
+
+import bpy
+import numpy as np
+import pytest
+from conftest import drag, world_point
+
+from welman_ik.blender import keyframes
+
+FEET = ("toe.L", "toe.R", "heel.02.L", "heel.02.R")
+
+
+def _keys(obj) -> dict:
+    return {(fc.data_path, fc.array_index): [tuple(k.co) for k in fc.keyframe_points]
+            for fc in keyframes.action_fcurves(obj)}
+
+
+@pytest.fixture
+def fig_6_5(human):
+    """Two keys 20 frames apart, the pelvis 0.25 m lower in the second, the feet planted in
+    both; the pins (feet only) hold where the feet are."""
+    for pin in human.welman_ik.pins:
+        pin.enabled = pin.bone in FEET
+    scene = bpy.context.scene
+    scene.frame_current = 1
+    for pb in human.pose.bones:  # key the whole rest pose at frame 1
+        pb.keyframe_insert(keyframes.rotation_path(pb), group=pb.name)
+        pb.keyframe_insert("location", group=pb.name)
+    scene.frame_current = 21
+    drag("spine", world_point(human, "spine", 0.0) - np.array([0.0, 0.0, 0.25]), anchor=0.0)
+    for pb in human.pose.bones:
+        pb.keyframe_insert(keyframes.rotation_path(pb), group=pb.name)
+        pb.keyframe_insert("location", group=pb.name)
+    return human
+
+
+def _feet_and_root(obj, frames):
+    scene = bpy.context.scene
+    out = {}
+    for f in frames:
+        scene.frame_set(f)
+        out[f] = {name: world_point(obj, name) for name in FEET} | {"root": world_point(obj, "spine", 0.0)}
+    return out
+
+
+def test_feet_slide_before_and_hold_after_the_bake(fig_6_5):
+    obj = fig_6_5
+    frames = range(1, 22)
+    before = _feet_and_root(obj, frames)
+    slide = max(np.linalg.norm(before[f][n] - before[1][n]) for f in frames for n in FEET)
+    assert slide > 0.01  # interpolating joint angles moves the planted feet (Fig 6.5)
+    original = obj.animation_data.action
+    original_keys = _keys(obj)
+
+    assert bpy.ops.welman_ik.bake(frame_start=1, frame_end=21) == {"FINISHED"}
+
+    baked = obj.animation_data.action
+    assert baked != original and baked.name.startswith(original.name)
+    after = _feet_and_root(obj, frames)
+    for f in frames:
+        for pin in obj.welman_ik.pins:
+            if pin.enabled:
+                assert np.linalg.norm(after[f][pin.bone] - np.array(pin.location)) <= 1e-4, (f, pin.bone)
+        assert np.linalg.norm(after[f]["root"] - before[f]["root"]) <= 1e-3
+    obj.animation_data.action = original
+    assert _keys(obj) == original_keys  # the original action is unchanged, key for key
+
+
+@pytest.mark.parametrize(
+    ("start", "end", "phrase"), [(10, 5, "ends"), (1, 21, "no action")], ids=["reversed", "no-animation"]
+)
+def test_bake_refuses_bad_input(human, start, end, phrase):
+    before = {pb.name: tuple(pb.rotation_quaternion) for pb in human.pose.bones}
+    if phrase == "ends":
+        human.pose.bones["spine"].keyframe_insert("location")
+    with pytest.raises(RuntimeError, match=phrase):
+        bpy.ops.welman_ik.bake(frame_start=start, frame_end=end)
+    assert {pb.name: tuple(pb.rotation_quaternion) for pb in human.pose.bones} == before
