@@ -5,8 +5,10 @@ from __future__ import annotations
 import contextlib
 
 import bpy
+import numpy as np
 from bpy.props import BoolProperty, EnumProperty, FloatProperty, FloatVectorProperty, IntProperty, StringProperty
 
+from ..core import contacts
 from . import bake, overlay, preferences, selection, session, solve, viewport
 from .properties import PIN_KINDS
 from .rig import RigError
@@ -268,6 +270,43 @@ class WELMAN_IK_OT_drag(ArmatureOperator, bpy.types.Operator):
         return result
 
 
+class WELMAN_IK_OT_detect_contacts(SelectionOperator, bpy.types.Operator):
+    """Pin each selected bone in the frame ranges where it is planted (near its lowest height and slow)"""
+
+    bl_idname = "welman_ik.detect_contacts"
+    bl_label = "Detect Contacts"
+
+    anchor: FloatProperty(name="Anchor", min=0.0, max=1.0, default=0.0, subtype="FACTOR", options={"SKIP_SAVE"},
+                          description="The point along the bone that touches down: 0 head, 1 tail")
+
+    def execute(self, context):
+        obj = context.object
+        bones = self.selection(context)
+        if not bones:
+            return {"CANCELLED"}
+        scene = context.scene
+        settings = obj.welman_ik
+        frames = list(range(scene.frame_start, scene.frame_end + 1))
+        current = scene.frame_current
+        paths = {pb.name: [] for pb in bones}
+        for frame in frames:
+            scene.frame_set(frame)
+            for pb in bones:
+                paths[pb.name].append(solve.anchor_world(obj, pb, self.anchor))
+        scene.frame_set(current)
+        found = 0
+        for name, path in paths.items():
+            for first, last in contacts.planted_ranges(np.array(path), settings.contact_height,
+                                                       settings.contact_speed, settings.contact_min_frames):
+                pin = settings.pins.add()
+                pin.bone, pin.kind, pin.anchor = name, "POSITION", self.anchor
+                pin.frame_start, pin.frame_end = frames[first], frames[last]
+                pin.location = path[first]
+                found += 1
+        self.report({"INFO"}, f"Found {found} contact(s) on {len(bones)} bone(s)")
+        return {"FINISHED"}
+
+
 class WELMAN_IK_OT_bake(ArmatureOperator, bpy.types.Operator):
     """Enforce the pins through every frame of the animation, into a new action (the original is kept)"""
 
@@ -313,4 +352,5 @@ CLASSES = (
     WELMAN_IK_OT_unlock,
     WELMAN_IK_OT_drag,
     WELMAN_IK_OT_bake,
+    WELMAN_IK_OT_detect_contacts,
 )

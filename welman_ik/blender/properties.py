@@ -103,6 +103,17 @@ class WELMAN_IK_Settings(bpy.types.PropertyGroup):
         description="0: the whole body moves; N: only the dragged bone and its N - 1 nearest ancestors move",
     )
     keyframes: EnumProperty(name="Keyframes", items=KEYFRAME_ITEMS, default="ALWAYS", description="When a solved pose is keyed")
+    contact_height: FloatProperty(
+        name="Contact Height", min=0.0, default=0.03, unit="LENGTH", precision=3,
+        description="Detect Contacts: a bone is planted within this height of its lowest point",
+    )
+    contact_speed: FloatProperty(
+        name="Contact Speed", min=0.0, default=0.005, unit="LENGTH", precision=4,
+        description="Detect Contacts: a planted bone moves at most this far per frame",
+    )
+    contact_min_frames: IntProperty(
+        name="Contact Frames", min=1, default=5, description="Detect Contacts: the shortest plant, in frames",
+    )
     pins: CollectionProperty(type=WELMAN_IK_Pin)
     active_pin_index: IntProperty(name="Active Pin", default=0)
     last_solve: PointerProperty(type=WELMAN_IK_LastSolve)

@@ -1,0 +1,88 @@
+"""Real mocap: contacts found on the ankles, foot sliding removed by the bake, no pops."""
+
+from __future__ import annotations
+
+import itertools
+
+import addon_utils
+import bpy
+import numpy as np
+import pytest
+import scenes
+from conftest import FIXTURES, world_point
+
+ANKLES = ("LeftAnkle", "RightAnkle")
+FRAMES = (1, 200)
+# In this clip the hips travel away from a planted ankle until the leg cannot reach it with
+# the root on its recorded path: the cleanup lets the root move (the bake's option).
+MOVE_ROOT = True
+
+
+@pytest.fixture(scope="module")
+def baked_mocap():
+    scenes.empty_scene()
+    addon_utils.enable("io_anim_bvh", default_set=True)
+    bpy.ops.import_anim.bvh(filepath=str(FIXTURES / "mocapbank_clip.bvh"), global_scale=0.01)
+    obj = bpy.context.object
+    scene = bpy.context.scene
+    scene.frame_start, scene.frame_end = FRAMES
+    bpy.ops.object.mode_set(mode="POSE")
+    scenes.select(obj, ANKLES)
+    assert bpy.ops.welman_ik.detect_contacts() == {"FINISHED"}
+    frames = range(FRAMES[0], FRAMES[1] + 1)
+    before = _sample(obj, frames)
+    assert bpy.ops.welman_ik.bake(frame_start=FRAMES[0], frame_end=FRAMES[1], move_root=MOVE_ROOT) == {"FINISHED"}
+    after = _sample(obj, frames)
+    return obj, before, after
+
+
+def _sample(obj, frames) -> dict:
+    """Per frame: ankle heads and every bone's world rotation."""
+    out = {}
+    for f in frames:
+        bpy.context.scene.frame_set(f)
+        out[f] = {
+            "ankles": {n: world_point(obj, n, 0.0) for n in ANKLES},
+            "rotations": {pb.name: (obj.matrix_world @ pb.matrix).to_quaternion() for pb in obj.pose.bones},
+        }
+    return out
+
+
+def _drift(samples, pin) -> float:
+    start = samples[pin.frame_start]["ankles"][pin.bone]
+    return max(np.linalg.norm(samples[f]["ankles"][pin.bone] - start)
+               for f in range(pin.frame_start, pin.frame_end + 1))
+
+
+def test_contacts_found_on_both_ankles(baked_mocap):
+    obj, _, _ = baked_mocap
+    bones = {p.bone for p in obj.welman_ik.pins}
+    assert bones == set(ANKLES)
+    for pin in obj.welman_ik.pins:
+        assert FRAMES[0] <= pin.frame_start < pin.frame_end <= FRAMES[1]
+
+
+def test_plants_stop_sliding(baked_mocap):
+    obj, before, after = baked_mocap
+    drifts = [(pin.bone, pin.frame_start, pin.frame_end, _drift(before, pin), _drift(after, pin))
+              for pin in obj.welman_ik.pins]
+    print("\nankle drift per plant, before -> after (mm):")
+    for bone, start, end, was, now in drifts:
+        print(f"  {bone} {start}-{end}: {1000 * was:.2f} -> {1000 * now:.3f}")
+    assert max(was for *_, was, _ in drifts) > 1e-3  # the source slides
+    assert all(now < 1e-3 for *_, now in drifts)
+
+
+def test_no_pops(baked_mocap):
+    """The largest bone rotation between neighbouring frames stays within a small factor of
+    the source animation's own."""
+    _, before, after = baked_mocap
+
+    def largest_step(samples):
+        frames = sorted(samples)
+        return max(
+            samples[a]["rotations"][n].rotation_difference(samples[b]["rotations"][n]).angle
+            for a, b in itertools.pairwise(frames) for n in samples[a]["rotations"]
+        )
+
+    assert largest_step(after) <= 2.0 * largest_step(before)
