@@ -78,3 +78,80 @@ def test_bake_refuses_bad_input(human, start, end, phrase):
     with pytest.raises(RuntimeError, match=phrase):
         bpy.ops.welman_ik.bake(frame_start=start, frame_end=end)
     assert {pb.name: tuple(pb.rotation_quaternion) for pb in human.pose.bones} == before
+
+
+def test_follow_pin_tracks_its_own_animated_path(fig_6_5):
+    """A moving pin on a hand animated across the range: the hand keeps its original path
+    while the feet hold."""
+    obj = fig_6_5
+    scene = bpy.context.scene
+    hand = obj.pose.bones["hand.R"]
+    for frame, angle in ((1, 0.0), (21, 0.6)):
+        scene.frame_set(frame)
+        obj.pose.bones["upper_arm.R"].rotation_quaternion = (np.cos(angle / 2), np.sin(angle / 2), 0.0, 0.0)
+        obj.pose.bones["upper_arm.R"].keyframe_insert("rotation_quaternion", group="upper_arm.R")
+    path = {}
+    for f in range(1, 22):
+        scene.frame_set(f)
+        path[f] = world_point(obj, "hand.R")
+    pin = obj.welman_ik.pins.add()
+    pin.bone, pin.follow = hand.name, True
+    assert bpy.ops.welman_ik.bake(frame_start=1, frame_end=21) == {"FINISHED"}
+    for f in range(1, 22):
+        scene.frame_set(f)
+        assert np.linalg.norm(world_point(obj, "hand.R") - path[f]) <= 1e-4, f
+        for foot in FEET:
+            goal = next(p.location for p in obj.welman_ik.pins if p.bone == foot)
+            assert np.linalg.norm(world_point(obj, foot) - np.array(goal)) <= 1e-4, (f, foot)
+
+
+def test_cancelled_bake_leaves_nothing(fig_6_5):
+    from welman_ik.blender.bake import Baker
+
+    obj = fig_6_5
+    original = obj.animation_data.action
+    actions = set(bpy.data.actions)
+    bpy.context.scene.frame_set(5)
+    pose = {pb.name: tuple(pb.rotation_quaternion) for pb in obj.pose.bones}
+    baker = Baker(bpy.context, obj, 1, 21)
+    for _ in range(7):
+        baker.next()
+    baker.abort()
+    assert set(bpy.data.actions) == actions
+    assert obj.animation_data.action == original
+    assert {pb.name: tuple(pb.rotation_quaternion) for pb in obj.pose.bones} == pose
+
+
+def test_baked_action_survives_save_and_reload(fig_6_5, tmp_path):
+    obj = fig_6_5
+    bpy.ops.welman_ik.bake(frame_start=1, frame_end=21)
+    name, keys, object_name = obj.animation_data.action.name, _keys(obj), obj.name
+    path = str(tmp_path / "baked.blend")
+    bpy.ops.wm.save_as_mainfile(filepath=path)
+    bpy.ops.wm.open_mainfile(filepath=path)
+    obj = bpy.data.objects[object_name]
+    assert obj.animation_data.action.name == name
+    assert _keys(obj) == keys
+
+
+def test_bake_refuses_a_pin_on_a_missing_bone(fig_6_5):
+    obj = fig_6_5
+    next(p for p in obj.welman_ik.pins if p.enabled).bone = "renamed.bone"
+    actions = set(bpy.data.actions)
+    with pytest.raises(RuntimeError, match="no longer exists"):
+        bpy.ops.welman_ik.bake(frame_start=1, frame_end=21)
+    assert set(bpy.data.actions) == actions
+
+
+def test_bake_refuses_a_linked_action(fig_6_5, tmp_path):
+    obj = fig_6_5
+    library = str(tmp_path / "library.blend")
+    bpy.data.libraries.write(library, {obj.animation_data.action})
+    with bpy.data.libraries.load(library, link=True) as (source, target):
+        target.actions = list(source.actions)
+    linked = target.actions[0]
+    assert linked.library is not None
+    obj.animation_data.action = linked
+    with pytest.raises(RuntimeError, match="linked"):
+        bpy.ops.welman_ik.bake(frame_start=1, frame_end=21)
+    assert obj.animation_data.action == linked
