@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import time
 
 import bpy
 import numpy as np
@@ -339,9 +340,67 @@ class WELMAN_IK_OT_bake(ArmatureOperator, bpy.types.Operator):
             return {"CANCELLED"}
         finally:
             wm.progress_end()
+        self._report_done(baker, action)
+        return {"FINISHED"}
+
+    def _report_done(self, baker, action) -> None:
         self.report({"INFO"}, f"Baked {len(baker.frames)} frames into '{action.name}'; "
                     f"largest pin error {baker.max_pin_error:.2e} m")
+
+    # Interactive: a few frames per timer tick, with the progress bar and a status text;
+    # Esc cancels and leaves nothing behind.
+    def invoke(self, context, event):
+        scene = context.scene
+        if not self.properties.is_property_set("frame_start"):
+            self.frame_start = scene.frame_start
+        if not self.properties.is_property_set("frame_end"):
+            self.frame_end = scene.frame_end
+        try:
+            self._baker = bake.Baker(context, context.object, self.frame_start, self.frame_end, self.step,
+                                     self.move_root)
+        except RigError as error:
+            self.report({"ERROR"}, str(error))
+            return {"CANCELLED"}
+        wm = context.window_manager
+        wm.progress_begin(0, len(self._baker.frames))
+        self._timer = wm.event_timer_add(0.001, window=context.window)
+        wm.modal_handler_add(self)
+        return {"RUNNING_MODAL"}
+
+    def modal(self, context, event):
+        baker = self._baker
+        if event.type == "ESC":
+            baker.abort()
+            self._end(context)
+            self.report({"INFO"}, "Bake cancelled; nothing was changed")
+            return {"CANCELLED"}
+        if event.type != "TIMER":
+            return {"RUNNING_MODAL"}
+        try:
+            started = time.perf_counter()
+            while not baker.done and time.perf_counter() - started < 0.05:
+                error = baker.next()
+            context.window_manager.progress_update(baker.index)
+            context.workspace.status_text_set(
+                f"Welman IK bake: frame {baker.frames[baker.index - 1]} ({baker.index}/{len(baker.frames)}), "
+                f"pin error {error * 1000:.3f} mm  |  Esc cancels")
+            if not baker.done:
+                return {"RUNNING_MODAL"}
+            action = baker.finish()
+        except Exception as error:  # noqa: BLE001 - leave nothing behind, say why
+            baker.abort()
+            self._end(context)
+            self.report({"ERROR"}, f"The bake failed ({type(error).__name__}: {error}); nothing was changed")
+            return {"CANCELLED"}
+        self._end(context)
+        self._report_done(baker, action)
         return {"FINISHED"}
+
+    def _end(self, context) -> None:
+        wm = context.window_manager
+        wm.event_timer_remove(self._timer)
+        wm.progress_end()
+        context.workspace.status_text_set(None)
 
 
 CLASSES = (

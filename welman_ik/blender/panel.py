@@ -86,4 +86,27 @@ class WELMAN_IK_PT_last_solve(SidebarPanel, bpy.types.Panel):
                   icon="CHECKMARK" if last.converged else "ERROR")
 
 
-CLASSES = (WELMAN_IK_UL_pins, WELMAN_IK_PT_main, WELMAN_IK_PT_pins, WELMAN_IK_PT_last_solve)
+class WELMAN_IK_PT_bake(SidebarPanel, bpy.types.Panel):
+    bl_label = "Bake"
+    bl_parent_id = "WELMAN_IK_PT_main"
+    bl_options = {"DEFAULT_CLOSED"}
+
+    def draw(self, context):
+        layout = self.layout
+        settings = context.object.welman_ik
+        col = layout.column(align=True)
+        col.use_property_split = True
+        col.prop(settings, "contact_height")
+        col.prop(settings, "contact_speed")
+        col.prop(settings, "contact_min_frames")
+        layout.operator("welman_ik.detect_contacts", icon="SNAP_ON")
+        if 0 <= settings.active_pin_index < len(settings.pins):
+            pin = settings.pins[settings.active_pin_index]
+            row = layout.row(align=True)
+            row.prop(pin, "frame_start")
+            row.prop(pin, "frame_end")
+            row.prop(pin, "follow", toggle=True)
+        layout.operator("welman_ik.bake", icon="ACTION")
+
+
+CLASSES = (WELMAN_IK_UL_pins, WELMAN_IK_PT_main, WELMAN_IK_PT_pins, WELMAN_IK_PT_last_solve, WELMAN_IK_PT_bake)

@@ -1,0 +1,315 @@
+"""Benchmark: bake frames per second of Welman IK against Blender's own bake of the same problem.
+
+What it measures
+    The Fig 6.5 scene of ``tests/blender/test_bake.py``, made longer: the Rigify basic human
+    metarig (``scenes.basic_human``) with position pins on the tails of ``toe.L``, ``toe.R``,
+    ``heel.02.L`` and ``heel.02.R`` only, the whole pose keyed at frames 1, 21, 41, 61, 81 and
+    101, the pelvis alternately at rest and 0.25 m lower (the lowered pose is made once with
+    ``bpy.ops.welman_ik.drag('spine', ..., anchor=0)``, the feet pinned). Interpolating joint
+    angles between the keys lets the planted feet slide and sink; a bake holds them.
+
+    Welman IK: ``bpy.ops.welman_ik.bake(frame_start=1, frame_end=101)`` (the settings'
+    solver and tolerance, root bone kept on its animated path), timed as one call: per frame
+    it evaluates the animation, solves with the pins, and at the end writes a new action.
+
+    Blender, on a fresh copy of the same scene (the .blend saved before our bake, reopened:
+    the same action, key for key): one IK constraint per pinned bone (``use_tail``,
+    ``chain_count`` 4: toe or heel, foot, shin, thigh, so the pelvis keeps its animated path
+    as in ours; no stretch; Standard solver) aiming at an empty placed at the pin, then
+    ``bpy.ops.nla.bake(frame_start=1, frame_end=101, only_selected=False, visual_keying=True,
+    clear_constraints=False, bake_types={'POSE'})``, timed as one call (visual keying: every
+    bone's location, rotation and scale keyed on every frame into a new action).
+
+    Each method runs once untimed on frames 1..3 first (warm-up), with its result thrown
+    away. Per method: frames, seconds, frames per second, the ratio of frames per second to
+    Blender's, and the largest foot error: over all frames of the range, ``scene.frame_set``
+    and the evaluated tails of the four foot bones against the pin locations. For Blender the
+    IK constraints are muted first, so the error is the baked keys' own. The keys before any
+    bake are shown for reference.
+
+Differences to keep in mind: ours keys only the bones its model moves (the legs' chains),
+with their rotation (and the root's location); Blender's visual bake keys every bone's
+location, rotation and scale. Welman IK stops at ``settings.tolerance`` (1e-5 m by default);
+Blender's Standard IK runs its own convergence test up to ``iterations``.
+
+How to run (from the repository root, with the bpy-module virtual environment)::
+
+    .venv/bin/python scripts/bench_bake.py              # the table
+    .venv/bin/python scripts/bench_bake.py --profile    # plus cProfile of our bake
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import pstats
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import bpy  # first: it puts Blender's own modules (addon_utils) on the path
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+for _path in (ROOT, ROOT / "scripts"):
+    if str(_path) not in sys.path:
+        sys.path.insert(0, str(_path))
+
+import scenes
+
+import welman_ik
+from welman_ik.blender import keyframes
+
+FEET = scenes.FEET  # toe.L, toe.R, heel.02.L, heel.02.R: pinned at their tails
+PELVIS = "spine"  # the root bone; its head is the pelvis
+DROP = 0.25  # metres the pelvis is lowered on every other key
+KEYS = (1, 21, 41, 61, 81, 101)  # at rest, lowered, at rest, ...
+FRAME_START, FRAME_END = KEYS[0], KEYS[-1]
+WARMUP_END = FRAME_START + 2  # the untimed warm-up bakes frames 1..3
+CHAIN_COUNT = 4  # toe/heel, foot, shin, thigh: up to the thigh, the pelvis not included
+BLENDER_ITERATIONS = 500  # the IK constraint's default
+
+
+@dataclass
+class Row:
+    """One line of the table."""
+
+    name: str
+    frames: int
+    seconds: float | None
+    foot_error: float
+    worst: str = ""
+
+    @property
+    def fps(self) -> float | None:
+        return self.frames / self.seconds if self.seconds else None
+
+
+# -- scene -----------------------------------------------------------------------------
+
+
+def channels(obj) -> dict:
+    return {pb.name: (tuple(pb.location), tuple(pb.rotation_quaternion), tuple(pb.rotation_euler),
+                      tuple(pb.rotation_axis_angle), tuple(pb.scale)) for pb in obj.pose.bones}
+
+
+def set_channels(obj, values: dict) -> None:
+    for pb in obj.pose.bones:
+        pb.location, pb.rotation_quaternion, pb.rotation_euler, pb.rotation_axis_angle, pb.scale = values[pb.name]
+
+
+def key_all(obj, frame: int) -> None:
+    for pb in obj.pose.bones:
+        pb.keyframe_insert(keyframes.rotation_path(pb), frame=frame, group=pb.name)
+        pb.keyframe_insert("location", frame=frame, group=pb.name)
+
+
+def build_scene():
+    """The long Fig 6.5 scene; returns the armature (pose mode, feet pinned, keys set)."""
+    scenes.empty_scene()
+    obj = scenes.basic_human(pins=FEET)
+    scene = bpy.context.scene
+    scene.frame_start, scene.frame_end = FRAME_START, FRAME_END
+    scene.frame_set(FRAME_START)
+    rest = channels(obj)
+    pelvis = world_point(obj, PELVIS, 0.0)
+    result = bpy.ops.welman_ik.drag(bone=PELVIS, target=tuple(float(v) for v in pelvis - [0.0, 0.0, DROP]),
+                                    anchor=0.0)
+    if result != {"FINISHED"}:
+        raise RuntimeError(f"Lowering the pelvis failed: {result}")
+    lowered = channels(obj)
+    for i, frame in enumerate(KEYS):
+        set_channels(obj, lowered if i % 2 else rest)
+        key_all(obj, frame)
+    scene.frame_set(FRAME_START)
+    return obj
+
+
+def pins(obj) -> list[tuple[str, float, np.ndarray]]:
+    return [(p.bone, p.anchor, np.array(p.location)) for p in obj.welman_ik.pins if p.enabled]
+
+
+def world_point(obj, bone: str, anchor: float = 1.0) -> np.ndarray:
+    """World position of a point along an evaluated pose bone (0 head, 1 tail)."""
+    evaluated = obj.evaluated_get(bpy.context.evaluated_depsgraph_get())
+    pb = evaluated.pose.bones[bone]
+    return np.array(evaluated.matrix_world @ (pb.head + anchor * (pb.tail - pb.head)))
+
+
+def foot_error(obj, goals) -> tuple[float, str]:
+    """Largest distance [m] of a pinned point from its pin over the bake range, and where."""
+    scene = bpy.context.scene
+    worst, where = 0.0, ""
+    for frame in range(FRAME_START, FRAME_END + 1):
+        scene.frame_set(frame)
+        for bone, anchor, location in goals:
+            error = float(np.linalg.norm(world_point(obj, bone, anchor) - location))
+            if error > worst:
+                worst, where = error, f"{bone} @ {frame}"
+    scene.frame_set(FRAME_START)
+    return worst, where
+
+
+def reassign(obj, action) -> None:
+    """Put ``action`` back on the armature and delete the one a bake made."""
+    made = obj.animation_data.action
+    keyframes.assign_action(obj, action)
+    if made is not None and made != action:
+        bpy.data.actions.remove(made)
+
+
+# -- Welman IK -------------------------------------------------------------------------
+
+
+def bake_ours(frame_end: int) -> float:
+    started = time.perf_counter()
+    result = bpy.ops.welman_ik.bake(frame_start=FRAME_START, frame_end=frame_end)
+    seconds = time.perf_counter() - started
+    if result != {"FINISHED"}:
+        raise RuntimeError(f"welman_ik.bake: {result}")
+    return seconds
+
+
+def run_ours(obj, profile: bool) -> tuple[Row, str]:
+    original = obj.animation_data.action
+    bake_ours(WARMUP_END)
+    reassign(obj, original)
+    bpy.context.scene.frame_set(FRAME_START)
+    seconds = bake_ours(FRAME_END)
+    error, worst = foot_error(obj, pins(obj))
+    row = Row(f"Welman IK ({obj.welman_ik.solver})", FRAME_END - FRAME_START + 1, seconds, error, worst)
+    report = ""
+    if profile:
+        reassign(obj, original)
+        bpy.context.scene.frame_set(FRAME_START)
+        profiler = cProfile.Profile()
+        profiler.enable()
+        bake_ours(FRAME_END)
+        profiler.disable()
+        out = io.StringIO()
+        stats = pstats.Stats(profiler, stream=out).strip_dirs()
+        stats.sort_stats("cumulative").print_stats(25)
+        stats.sort_stats("tottime").print_stats(20)
+        report = out.getvalue()
+    return row, report
+
+
+# -- Blender's IK ----------------------------------------------------------------------
+
+
+def blender_rig(path: Path):
+    """The saved scene reopened, its pins held by IK constraints aiming at empties."""
+    bpy.ops.wm.open_mainfile(filepath=str(path))
+    obj = bpy.context.view_layer.objects.active
+    if obj is None or obj.type != "ARMATURE":
+        raise RuntimeError("The reopened scene has no active armature")
+    goals = pins(obj)
+    obj.pose.ik_solver = "LEGACY"
+    constraints = []
+    for bone, _anchor, location in goals:
+        empty = bpy.data.objects.new(f"IK target {bone}", None)
+        empty.location = tuple(location)
+        bpy.context.scene.collection.objects.link(empty)
+        ik = obj.pose.bones[bone].constraints.new("IK")
+        ik.target = empty
+        ik.chain_count = CHAIN_COUNT
+        ik.use_tail = True
+        ik.use_stretch = False
+        ik.iterations = BLENDER_ITERATIONS
+        constraints.append(ik)
+    obj.select_set(True)
+    if obj.mode != "POSE":
+        bpy.ops.object.mode_set(mode="POSE")
+    scenes.select(obj, [pb.name for pb in obj.pose.bones])
+    return obj, goals, constraints
+
+
+def bake_blender(frame_end: int) -> float:
+    started = time.perf_counter()
+    result = bpy.ops.nla.bake(frame_start=FRAME_START, frame_end=frame_end, only_selected=False,
+                              visual_keying=True, clear_constraints=False, bake_types={"POSE"})
+    seconds = time.perf_counter() - started
+    if result != {"FINISHED"}:
+        raise RuntimeError(f"nla.bake: {result}")
+    return seconds
+
+
+def run_blender(path: Path) -> Row:
+    obj, goals, constraints = blender_rig(path)
+    original = obj.animation_data.action
+    bake_blender(WARMUP_END)
+    reassign(obj, original)
+    bpy.context.scene.frame_set(FRAME_START)
+    seconds = bake_blender(FRAME_END)
+    if obj.animation_data.action == original:
+        raise RuntimeError("nla.bake did not make a new action")
+    for ik in constraints:
+        ik.mute = True
+    error, worst = foot_error(obj, goals)
+    return Row("Blender Standard IK", FRAME_END - FRAME_START + 1, seconds, error, worst)
+
+
+# -- report ----------------------------------------------------------------------------
+
+
+def table(rows: list[Row], reference: Row) -> str:
+    head = f"{'method':<28}{'frames':>7}{'seconds':>9}{'frames/s':>10}{'ratio':>8}{'max foot err (m)':>18}  worst at"
+    lines = [head, "-" * (len(head) + 12)]
+    for r in rows:
+        if r.seconds is None:
+            timing = f"{'-':>9}{'-':>10}{'-':>8}"
+        else:
+            timing = f"{r.seconds:9.3f}{r.fps:10.1f}{r.fps / reference.fps:8.2f}"
+        lines.append(f"{r.name:<28}{r.frames:7d}{timing}{r.foot_error:18.2e}  {r.worst}")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--profile", action="store_true", help="also print a cProfile of our bake")
+    args = parser.parse_args(argv)
+    began = time.perf_counter()
+
+    obj = build_scene()
+    settings = obj.welman_ik
+    keys_only = Row("keys only (no bake)", FRAME_END - FRAME_START + 1, None, *foot_error(obj, pins(obj)))
+    print(f"Fig 6.5, longer: keys at frames {', '.join(map(str, KEYS))}, pelvis alternately at rest and "
+          f"{DROP:.2f} m lower; pins: {', '.join(b for b, _a, _l in pins(obj))} (tails); bake "
+          f"{FRAME_START}..{FRAME_END}")
+    print(f"Welman IK settings: solver {settings.solver}, tolerance {settings.tolerance:.0e} m, "
+          f"max_iterations {settings.max_iterations}")
+
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "bench_bake.blend"
+        bpy.ops.wm.save_as_mainfile(filepath=str(path), copy=True)
+        ours, profile = run_ours(obj, args.profile)
+        blender = run_blender(path)
+
+    print()
+    print(table([blender, ours, keys_only], blender))
+    print()
+    print("seconds: the one bake call (operator), warm-up not counted; ratio: frames/s over Blender's;")
+    print("foot error [m]: evaluated tails of the pinned bones against the pins, largest over all frames")
+    print(f"(Blender's with its IK constraints muted). Blender: IK on each foot bone, chain_count {CHAIN_COUNT}, "
+          f"use_tail, no stretch, iterations {BLENDER_ITERATIONS};")
+    print("nla.bake with visual keying of every bone. Ours keys the legs' chains only.")
+    if profile:
+        print()
+        print(f"cProfile of Welman IK's bake ({FRAME_START}..{FRAME_END}):")
+        print(profile)
+    print(f"Total time {time.perf_counter() - began:.1f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    try:
+        status = main()
+    finally:
+        # A bpy-module process whose add-on registered properties with Python getters
+        # hangs at interpreter exit; unregistering first lets it end.
+        if hasattr(bpy.types.Object, "welman_ik"):
+            welman_ik.unregister()
+    sys.exit(status)
