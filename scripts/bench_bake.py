@@ -20,12 +20,13 @@ What it measures
     clear_constraints=False, bake_types={'POSE'})``, timed as one call (visual keying: every
     bone's location, rotation and scale keyed on every frame into a new action).
 
-    Each method runs once untimed on frames 1..3 first (warm-up), with its result thrown
-    away. Per method: frames, seconds, frames per second, the ratio of frames per second to
-    Blender's, and the largest foot error: over all frames of the range, ``scene.frame_set``
-    and the evaluated tails of the four foot bones against the pin locations. For Blender the
-    IK constraints are muted first, so the error is the baked keys' own. The keys before any
-    bake are shown for reference.
+    Each method runs once untimed on frames 1..3 first (warm-up), then ``--repeats`` times
+    (5) on the whole range, each time from the original action (the previous bake's action
+    deleted); the median time is shown. Per method: frames, seconds, frames per second, the
+    ratio of frames per second to Blender's, and the largest foot error: over all frames of
+    the range, ``scene.frame_set`` and the evaluated tails of the four foot bones against the
+    pin locations. For Blender the IK constraints are muted first, so the error is the baked
+    keys' own. The keys before any bake are shown for reference.
 
 Differences to keep in mind: ours keys only the bones its model moves (the legs' chains),
 with their rotation (and the root's location); Blender's visual bake keys every bone's
@@ -35,6 +36,7 @@ Blender's Standard IK runs its own convergence test up to ``iterations``.
 How to run (from the repository root, with the bpy-module virtual environment)::
 
     .venv/bin/python scripts/bench_bake.py              # the table
+    .venv/bin/python scripts/bench_bake.py --repeats 1  # one timed bake per method
     .venv/bin/python scripts/bench_bake.py --profile    # plus cProfile of our bake
 """
 
@@ -44,6 +46,7 @@ import argparse
 import cProfile
 import io
 import pstats
+import statistics
 import sys
 import tempfile
 import time
@@ -173,12 +176,22 @@ def bake_ours(frame_end: int) -> float:
     return seconds
 
 
-def run_ours(obj, profile: bool) -> tuple[Row, str]:
+def timed(bake, obj, repeats: int) -> float:
+    """Median seconds of ``repeats`` bakes of the whole range, after an untimed warm-up
+    on frames 1..3; each from the original action; the last bake's action is left on."""
     original = obj.animation_data.action
-    bake_ours(WARMUP_END)
-    reassign(obj, original)
-    bpy.context.scene.frame_set(FRAME_START)
-    seconds = bake_ours(FRAME_END)
+    bake(WARMUP_END)
+    times = []
+    for _ in range(repeats):
+        reassign(obj, original)
+        bpy.context.scene.frame_set(FRAME_START)
+        times.append(bake(FRAME_END))
+    return statistics.median(times)
+
+
+def run_ours(obj, repeats: int, profile: bool) -> tuple[Row, str]:
+    original = obj.animation_data.action
+    seconds = timed(bake_ours, obj, repeats)
     error, worst = foot_error(obj, pins(obj))
     row = Row(f"Welman IK ({obj.welman_ik.solver})", FRAME_END - FRAME_START + 1, seconds, error, worst)
     report = ""
@@ -237,13 +250,10 @@ def bake_blender(frame_end: int) -> float:
     return seconds
 
 
-def run_blender(path: Path) -> Row:
+def run_blender(path: Path, repeats: int) -> Row:
     obj, goals, constraints = blender_rig(path)
     original = obj.animation_data.action
-    bake_blender(WARMUP_END)
-    reassign(obj, original)
-    bpy.context.scene.frame_set(FRAME_START)
-    seconds = bake_blender(FRAME_END)
+    seconds = timed(bake_blender, obj, repeats)
     if obj.animation_data.action == original:
         raise RuntimeError("nla.bake did not make a new action")
     for ik in constraints:
@@ -269,6 +279,7 @@ def table(rows: list[Row], reference: Row) -> str:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=5, help="timed bakes per method (the median is shown)")
     parser.add_argument("--profile", action="store_true", help="also print a cProfile of our bake")
     args = parser.parse_args(argv)
     began = time.perf_counter()
@@ -285,13 +296,14 @@ def main(argv=None) -> int:
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "bench_bake.blend"
         bpy.ops.wm.save_as_mainfile(filepath=str(path), copy=True)
-        ours, profile = run_ours(obj, args.profile)
-        blender = run_blender(path)
+        ours, profile = run_ours(obj, args.repeats, args.profile)
+        blender = run_blender(path, args.repeats)
 
     print()
     print(table([blender, ours, keys_only], blender))
     print()
-    print("seconds: the one bake call (operator), warm-up not counted; ratio: frames/s over Blender's;")
+    print(f"seconds: one bake call (the operator), median of {args.repeats}, warm-up not counted; "
+          "ratio: frames/s over Blender's;")
     print("foot error [m]: evaluated tails of the pinned bones against the pins, largest over all frames")
     print(f"(Blender's with its IK constraints muted). Blender: IK on each foot bone, chain_count {CHAIN_COUNT}, "
           f"use_tail, no stretch, iterations {BLENDER_ITERATIONS};")
