@@ -155,3 +155,32 @@ def test_bake_refuses_a_linked_action(fig_6_5, tmp_path):
     with pytest.raises(RuntimeError, match="linked"):
         bpy.ops.welman_ik.bake(frame_start=1, frame_end=21)
     assert obj.animation_data.action == linked
+
+
+def test_edit_in_motion_blends_into_the_neighbours(fig_6_5):
+    """Yamane & Nakamura's motion editing: hand.R moved 0.1 m at frame 11; the edit falls off
+    over 5 frames on either side, the feet stay pinned, frames outside the window keep
+    their motion."""
+    obj = fig_6_5
+    scene = bpy.context.scene
+    frames = range(1, 22)
+    before = {}
+    for f in frames:
+        scene.frame_set(f)
+        before[f] = world_point(obj, "hand.R")
+    displacement = np.array([0.1, -0.05, 0.0])
+    assert bpy.ops.welman_ik.edit_motion(bone="hand.R", target=tuple(before[11] + displacement), frame=11,
+                                         falloff=5) == {"FINISHED"}
+    from welman_ik.blender.bake import MotionEdit
+
+    edit = MotionEdit("hand.R", 1.0, 11, displacement, 5)
+    for f in frames:
+        scene.frame_set(f)
+        moved = world_point(obj, "hand.R") - before[f]
+        if 6 <= f <= 16:
+            np.testing.assert_allclose(moved, edit.weight(f) * displacement, atol=1e-4)
+            for pin in obj.welman_ik.pins:
+                if pin.enabled:
+                    assert np.linalg.norm(world_point(obj, pin.bone) - np.array(pin.location)) <= 1e-4
+        else:  # outside the window the motion is exactly as it was
+            assert np.linalg.norm(moved) <= 1e-6, f

@@ -8,6 +8,9 @@ result into a copy of the action; the original is left as it was.
 
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass
+
 import numpy as np
 
 from ..core import SOLVERS, PositionGoal, Problem
@@ -27,7 +30,30 @@ def pins_on(settings, frame: int) -> list:
     ]
 
 
-def check(obj, frame_start: int, frame_end: int, step: int) -> None:
+@dataclass
+class MotionEdit:
+    """Motion editing in motion (Yamane & Nakamura 2003, section 4): the point ``anchor`` of
+    ``bone`` is displaced by ``displacement`` [m, world] at ``frame``, and by a share of it
+    that falls off smoothly to nothing over ``falloff`` frames on either side."""
+
+    bone: str
+    anchor: float
+    frame: int
+    displacement: np.ndarray
+    falloff: int
+
+    def weight(self, frame: int) -> float:
+        distance = abs(frame - self.frame)
+        if distance > self.falloff:
+            return 0.0
+        return 0.5 * (1.0 + math.cos(math.pi * distance / (self.falloff + 1)))
+
+    @property
+    def frames(self) -> tuple[int, int]:
+        return self.frame - self.falloff, self.frame + self.falloff
+
+
+def check(obj, frame_start: int, frame_end: int, step: int, edit: MotionEdit | None = None) -> None:
     """Refuse what cannot be baked, with a message (nothing changed)."""
     if obj is None or obj.type != "ARMATURE":
         raise RigError("The active object is not an armature")
@@ -44,6 +70,12 @@ def check(obj, frame_start: int, frame_end: int, step: int) -> None:
     gone = [p.bone for p in obj.welman_ik.pins if p.enabled and p.bone not in obj.pose.bones]
     if gone:
         raise RigError(f"A pin holds bone '{gone[0]}', which no longer exists; unpin or clear it")
+    if edit is not None:
+        if edit.bone not in obj.pose.bones:
+            raise RigError(f"Bone '{edit.bone}' does not exist in armature '{obj.name}'")
+        if not np.all(np.isfinite(edit.displacement)):
+            raise RigError("The edit's target is not a number (NaN or infinite)")
+        return
     if not any(pins_on(obj.welman_ik, f) for f in range(frame_start, frame_end + 1, step)):
         raise RigError("No enabled pin is in force in the frame range")
 
@@ -51,8 +83,10 @@ def check(obj, frame_start: int, frame_end: int, step: int) -> None:
 class Baker:
     """Frame by frame: ``next()`` solves one frame, ``finish()`` writes the new action."""
 
-    def __init__(self, context, obj, frame_start: int, frame_end: int, step: int = 1, move_root: bool = False):
-        check(obj, frame_start, frame_end, step)
+    def __init__(self, context, obj, frame_start: int, frame_end: int, step: int = 1, move_root: bool = False,
+                 edit: MotionEdit | None = None):
+        check(obj, frame_start, frame_end, step, edit)
+        self.edit = edit
         self.context, self.obj, self.settings = context, obj, obj.welman_ik
         self.frames = list(range(frame_start, frame_end + 1, step))
         self.move_root = move_root
@@ -60,6 +94,7 @@ class Baker:
         self.fixed_goals = self._fixed_goals()
         self.results: dict[int, dict] = {}  # frame -> bone -> (rotation values, location or None)
         self.max_pin_error = 0.0
+        self.bones: set[str] = set()  # every bone a solve has written
         self.index = 0
         self._previous = None  # (model, animated q, solved q) of the last frame
 
@@ -89,7 +124,8 @@ class Baker:
         scene, obj = self.context.scene, self.obj
         scene.frame_set(frame)
         pins = pins_on(self.settings, frame)
-        names = sorted({p.bone for p in pins})
+        edit = self.edit
+        names = sorted({p.bone for p in pins} | ({edit.bone} if edit is not None else set()))
         roots = {pb.name for pb in obj.pose.bones if pb.parent is None}
         movable = None if self.move_root else [pb.name for pb in obj.pose.bones if pb.name not in roots]
         model = RigModel(obj, names, movable)
@@ -100,6 +136,11 @@ class Baker:
             target = (anchor_world(obj, obj.pose.bones[pin.bone], pin.anchor) if pin.follow
                       else self.fixed_goals[index])
             goals.append(PositionGoal(joint, local, target, weight=pin.weight))
+        if edit is not None:  # the edit, below the pins: they hold, it takes what is left
+            joint, local = model.anchor_local(edit.bone, edit.anchor)
+            animated = anchor_world(obj, obj.pose.bones[edit.bone], edit.anchor)
+            goals.append(PositionGoal(joint, local, animated + edit.weight(frame) * edit.displacement,
+                                      priority=1 if pins else 0))
         # Continuity: start from the last frame's solution moved by the animation's own change.
         q_start = model.q0
         if self._previous is not None and self._previous[0].skeleton.size == model.skeleton.size \
@@ -113,25 +154,43 @@ class Baker:
         self._previous = (model, model.q0.copy(), result.q.copy())
         model.write(result.q)
         self.results[frame] = {name: _channels(obj.pose.bones[name]) for name in model.bones}
+        self.bones.update(model.bones)
         error = float(result.errors.max(initial=0.0))
         self.max_pin_error = max(self.max_pin_error, error)
         return error
 
-    def finish(self):
-        """Copy the action, write every baked frame into the copy, assign it."""
+    def finish(self, in_place: bool = False):
+        """Copy the action, write every baked frame into the copy, assign it (``in_place``:
+        write into the assigned action itself, as a motion edit does)."""
         obj = self.obj
-        original = obj.animation_data.action
-        baked = original.copy()
-        baked.name = original.name + SUFFIX
-        keyframes.assign_action(obj, baked)
+        baked = obj.animation_data.action
+        if not in_place:
+            original = baked
+            baked = original.copy()
+            baked.name = original.name + SUFFIX
+            keyframes.assign_action(obj, baked)
         self.context.scene.frame_set(self.frame_before)
         _write_keys(obj, self.results)
         self.context.scene.frame_set(self.frame_before)
         return baked
 
+    def keep(self, frames) -> None:
+        """Record the animation as it is on ``frames`` (for the solved bones), so that keys
+        written around an edit leave those frames' motion exactly as it was."""
+        for frame in frames:
+            self.context.scene.frame_set(frame)
+            self.results[frame] = {name: _channels(self.obj.pose.bones[name]) for name in self.bones}
+
     def abort(self) -> None:
         """Leave nothing behind: the pose as the (unchanged) action gives it."""
         self.context.scene.frame_set(self.frame_before)
+
+
+def surrounding_keys(obj, first: int, last: int) -> tuple[int, int]:
+    """The nearest keyed frames of the object's action at or before ``first`` and at or
+    after ``last`` (``first`` / ``last`` themselves when there are none)."""
+    frames = {round(k.co[0]) for curve in keyframes.action_fcurves(obj) for k in curve.keyframe_points}
+    return max((f for f in frames if f <= first), default=first), min((f for f in frames if f >= last), default=last)
 
 
 def _channels(pose_bone) -> tuple:

@@ -308,6 +308,50 @@ class WELMAN_IK_OT_detect_contacts(SelectionOperator, bpy.types.Operator):
         return {"FINISHED"}
 
 
+class WELMAN_IK_OT_edit_motion(ArmatureOperator, bpy.types.Operator):
+    """Move a bone at one frame and blend the edit into the neighbouring frames, with the pins in force"""
+
+    bl_idname = "welman_ik.edit_motion"
+    bl_label = "Edit Motion"
+
+    bone: StringProperty(name="Bone", options={"SKIP_SAVE"}, description="Pose bone to move (empty: the active bone)")
+    target: FloatVectorProperty(name="Target", size=3, subtype="TRANSLATION", unit="LENGTH", options={"SKIP_SAVE"},
+                                description="World-space goal of the anchor point at the frame")
+    anchor: FloatProperty(name="Anchor", min=0.0, max=1.0, default=1.0, subtype="FACTOR", options={"SKIP_SAVE"})
+    frame: IntProperty(name="Frame", options={"SKIP_SAVE"}, description="The edited frame (unset: the current one)")
+    falloff: IntProperty(name="Falloff", min=0, options={"SKIP_SAVE"},
+                         description="Frames on either side the edit blends into (unset: the armature's setting)")
+
+    def execute(self, context):
+        obj, scene = context.object, context.scene
+        bone = self.bone or (context.active_pose_bone.name if context.active_pose_bone else "")
+        if not bone or bone not in obj.pose.bones:
+            self.report({"ERROR"}, f"Bone '{bone}' does not exist" if bone else "No bone given and no active bone")
+            return {"CANCELLED"}
+        frame = self.frame if self.properties.is_property_set("frame") else scene.frame_current
+        falloff = self.falloff if self.properties.is_property_set("falloff") else obj.welman_ik.motion_falloff
+        current = scene.frame_current
+        scene.frame_set(frame)
+        start = solve.anchor_world(obj, obj.pose.bones[bone], self.anchor)
+        scene.frame_set(current)
+        edit = bake.MotionEdit(bone, self.anchor, frame, np.array(self.target) - start, falloff)
+        try:
+            baker = bake.Baker(context, obj, *edit.frames, 1, False, edit)
+            while not baker.done:
+                baker.next()
+            # Between the window and the keys around it the curves would change shape:
+            # key those frames as they are.
+            before, after = bake.surrounding_keys(obj, *edit.frames)
+            baker.keep([*range(before, edit.frames[0]), *range(edit.frames[1] + 1, after + 1)])
+            baker.finish(in_place=True)
+        except RigError as error:
+            self.report({"ERROR"}, str(error))
+            return {"CANCELLED"}
+        self.report({"INFO"}, f"Edited frames {edit.frames[0]}-{edit.frames[1]}; "
+                    f"largest pin error {baker.max_pin_error:.2e} m")
+        return {"FINISHED"}
+
+
 class WELMAN_IK_OT_bake(ArmatureOperator, bpy.types.Operator):
     """Enforce the pins through every frame of the animation, into a new action (the original is kept)"""
 
@@ -412,4 +456,5 @@ CLASSES = (
     WELMAN_IK_OT_drag,
     WELMAN_IK_OT_bake,
     WELMAN_IK_OT_detect_contacts,
+    WELMAN_IK_OT_edit_motion,
 )

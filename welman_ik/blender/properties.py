@@ -114,6 +114,10 @@ class WELMAN_IK_Settings(bpy.types.PropertyGroup):
     contact_min_frames: IntProperty(
         name="Contact Frames", min=1, default=5, description="Detect Contacts: the shortest plant, in frames",
     )
+    motion_falloff: IntProperty(
+        name="Falloff", min=0, soft_max=100, default=10,
+        description="Edit Motion: an edit blends into this many frames on either side",
+    )
     pins: CollectionProperty(type=WELMAN_IK_Pin)
     active_pin_index: IntProperty(name="Active Pin", default=0)
     last_solve: PointerProperty(type=WELMAN_IK_LastSolve)
