@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 OUT := out
 RUFF_ARGS := --line-length 120 --target-version py311 --ignore RUF012
 
-.PHONY: all venv demo test test-core test-blender e2e lint bench package clean
+.PHONY: all venv demo test test-core test-blender test-blender-5 e2e lint bench package clean
 
 all: test
 
@@ -21,8 +21,8 @@ venv: $(VENV)/.installed
 demo: venv
 	$(PY) scripts/demo.py --output $(OUT)
 
-## test: lint, the core tests (no Blender), the Blender tests (bpy module), the real-window test
-test: venv lint test-core test-blender e2e
+## test: lint, the core tests (no Blender), the Blender tests (bpy 4.5 and 5.0), the real-window test
+test: venv lint test-core test-blender test-blender-5 e2e
 
 test-core: venv
 	$(PY) -m pytest tests/core -q
@@ -38,6 +38,16 @@ e2e:
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(E2E_DEBS) >/dev/null; }
 	$(PYTHON) tests/e2e/run_e2e.py --mode dry-run,confirm,undo --output $(OUT)
 	$(PYTHON) tests/e2e/run_e2e.py --mode cancel --steps 100 --step-sleep 0.35 --output $(OUT)
+
+# Blender 5.0 (no Action.fcurves, pose-bone selection on PoseBone): the same Blender tests.
+VENV5 := .venv-bpy5
+$(VENV5)/.installed: tests/requirements.txt
+	test -x $(VENV5)/bin/python || $(PYTHON) -m venv $(VENV5)
+	$(VENV5)/bin/python -m pip install --quiet "bpy==5.0.1" "numpy<2" "pytest==9.*" "hypothesis==6.*"
+	touch $@
+
+test-blender-5: $(VENV5)/.installed
+	$(VENV5)/bin/python -m pytest tests/blender -q -p no:cacheprovider
 
 lint: venv
 	$(PY) -m ruff check $(RUFF_ARGS) welman_ik tests scripts

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import bpy
 
-_ON_POSE_BONE = hasattr(bpy.types.PoseBone, "select")
+_ON_POSE_BONE = "select" in bpy.types.PoseBone.bl_rna.properties
 
 
 def is_selected(pose_bone) -> bool:
