@@ -86,11 +86,18 @@ class Skeleton:
 
         depth = np.zeros(n, dtype=np.intp)
         ancestors = np.zeros((n, n), dtype=bool)  # ancestors[i, j]: j is i or above i
+        # Mirroring frames flip the cross product: +-1 per joint, from the fixed transforms.
+        flips = np.sign(np.linalg.det(self.rest[:, :3, :3])) if n else np.zeros(0)
+        handedness = np.empty(n)
+        base_flip = float(np.sign(np.linalg.det(self.base[:3, :3])))
         for i in range(n):
             p = parent[i]
             if p >= 0:
                 depth[i] = depth[p] + 1
                 ancestors[i] = ancestors[p]
+                handedness[i] = handedness[p] * flips[i]
+            else:
+                handedness[i] = base_flip * flips[i]
             ancestors[i, i] = True
         levels = [np.flatnonzero(depth == d) for d in range(int(depth.max(initial=-1)) + 1)]
         object.__setattr__(self, "ancestors", ancestors)
@@ -114,10 +121,6 @@ class Skeleton:
         # changes the steps, never the solution (the residuals stay exact).
         object.__setattr__(self, "conformal", bool(np.allclose(gram, scale2 * np.eye(3), rtol=0.0,
                                                                atol=1e-4 * float(scale2.max(initial=1.0)))))
-        # Mirroring frames flip the cross product: +-1 per joint, from the fixed transforms.
-        flips = np.sign(np.linalg.det(self.rest[:, :3, :3]))
-        handedness = np.array([np.prod(flips[ancestors[i]]) for i in range(n)]) * np.sign(
-            np.linalg.det(self.base[:3, :3]))
         object.__setattr__(self, "handedness", handedness)
 
     @property
