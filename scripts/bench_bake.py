@@ -63,7 +63,6 @@ for _path in (ROOT, ROOT / "scripts"):
 
 import scenes
 
-import welman_ik
 from welman_ik.blender import keyframes
 
 FEET = scenes.FEET  # toe.L, toe.R, heel.02.L, heel.02.R: pinned at their tails
@@ -317,11 +316,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    try:
-        status = main()
-    finally:
-        # A bpy-module process whose add-on registered properties with Python getters
-        # hangs at interpreter exit; unregistering first lets it end.
-        if hasattr(bpy.types.Object, "welman_ik"):
-            welman_ik.unregister()
-    sys.exit(status)
+    sys.exit(main())

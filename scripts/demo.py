@@ -369,17 +369,5 @@ def main(argv=None) -> int:
     return 1 if failures else 0
 
 
-def shutdown() -> None:
-    """Unregister the add-on: a bpy-module process that exits with it registered hangs."""
-    import welman_ik
-
-    if hasattr(bpy.types.Object, "welman_ik"):
-        welman_ik.unregister()
-
-
 if __name__ == "__main__":
-    try:
-        code = main()
-    finally:
-        shutdown()
-    sys.exit(code)
+    sys.exit(main())
