@@ -16,7 +16,7 @@ import numpy as np
 from ..core import SOLVERS, PositionGoal, Problem
 from . import keyframes
 from .rig import RigError, RigModel
-from .solve import anchor_world
+from .solve import SOLVABLE_PIN_KINDS, anchor_world, check_pin_bones
 
 SUFFIX = ".welman_bake"
 
@@ -25,7 +25,7 @@ def pins_on(settings, frame: int) -> list:
     """Enabled position pins in force on ``frame``."""
     return [
         p for p in settings.pins
-        if p.enabled and p.kind == "POSITION"
+        if p.enabled and p.kind in SOLVABLE_PIN_KINDS
         and ((p.frame_start == 0 and p.frame_end == 0) or p.frame_start <= frame <= p.frame_end)
     ]
 
@@ -67,9 +67,7 @@ def check(obj, frame_start: int, frame_end: int, step: int, edit: MotionEdit | N
     if ad.action.library is not None:
         raise RigError(f"Action '{ad.action.name}' is linked from a library and cannot be baked into; "
                        "make it local first")
-    gone = [p.bone for p in obj.welman_ik.pins if p.enabled and p.bone not in obj.pose.bones]
-    if gone:
-        raise RigError(f"A pin holds bone '{gone[0]}', which no longer exists; unpin or clear it")
+    check_pin_bones(obj, [p for p in obj.welman_ik.pins if p.enabled])
     if edit is not None:
         if edit.bone not in obj.pose.bones:
             raise RigError(f"Bone '{edit.bone}' does not exist in armature '{obj.name}'")

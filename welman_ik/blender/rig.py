@@ -209,27 +209,6 @@ class RigModel:
         joint = self.bones[name].frame_joint
         return bool(np.any(sk.ancestors[joint] & (sk.mobility > 0.0)))
 
-    def bone_matrices(self, q: np.ndarray) -> dict:
-        """World matrix of each bone (with pose scale) for joint values q, as numpy 4x4."""
-        frames = self.skeleton.forward(q).frames
-        return {n: frames[b.frame_joint] @ np.diag([*b.scale, 1.0]) for n, b in self.bones.items()}
-
-    def mismatch(self) -> tuple[str, float]:
-        """The bone whose evaluated matrix differs most from this model at q0, and by how much
-        [m]: constraints, drivers or inheritance settings the model does not follow."""
-        worst, name = 0.0, ""
-        world = _np(self.object.matrix_world)
-        mine = self.bone_matrices(self.q0)
-        for n, m in mine.items():
-            pb = self.object.pose.bones[n]
-            theirs = world @ _np(pb.matrix)
-            tail_mine = m @ np.array([0.0, self.bones[n].length, 0.0, 1.0])
-            tail_theirs = theirs @ np.array([0.0, self.bones[n].length, 0.0, 1.0])
-            err = max(np.linalg.norm(m[:3, 3] - theirs[:3, 3]), np.linalg.norm(tail_mine - tail_theirs))
-            if err > worst:
-                worst, name = err, n
-        return name, float(worst)
-
     # -- writing back ----------------------------------------------------------------
 
     def write(self, q: np.ndarray) -> list[str]:

@@ -14,7 +14,7 @@ import numpy as np
 from . import keyframes
 from .properties import SOLVER_ITEMS
 from .rig import RigError
-from .solve import DragSolver, Figures, anchor_world, record
+from .solve import DragSolver, Figures, move_pins_to_bone, record
 
 LAST_SOLVE = ("iterations", "drag_error", "max_pin_error", "milliseconds", "converged")
 DEFAULT_ANCHOR = 0.5  # the bone's middle: Welman (1993) found it avoids unwanted twist
@@ -116,11 +116,7 @@ class DragSession:
             keyframes.key_bones(self.obj, moved, scene.frame_current, with_location=roots)
         if self.figures is not None:
             record(self.settings.last_solve, self.figures)
-        if any(p.bone == self.bone for p in self.settings.pins):
-            context.view_layer.update()
-            for p in self.settings.pins:
-                if p.bone == self.bone:
-                    p.location = anchor_world(self.obj, self.obj.pose.bones[self.bone], p.anchor)
+        move_pins_to_bone(context, self.obj, self.bone)
         return moved
 
     def cancel(self) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -27,6 +27,23 @@ def active_pins(settings, exclude: str = ""):
     return [p for p in settings.pins if p.enabled and p.bone != exclude and p.kind in SOLVABLE_PIN_KINDS]
 
 
+def check_pin_bones(obj, pins) -> None:
+    """Refuse pins whose bone was renamed or deleted."""
+    gone = [p.bone for p in pins if p.bone not in obj.pose.bones]
+    if gone:
+        raise RigError(f"A pin holds bone '{gone[0]}', which no longer exists; unpin or clear it")
+
+
+def move_pins_to_bone(context, obj, bone: str) -> None:
+    """After a drag: the pins on the dragged bone (ignored while it was dragged) hold where
+    the bone ended."""
+    pins = [p for p in obj.welman_ik.pins if p.bone == bone]
+    if pins:
+        context.view_layer.update()
+        for p in pins:
+            p.location = anchor_world(obj, obj.pose.bones[bone], p.anchor)
+
+
 def movable_bones(obj, bone: str, chain_length: int):
     """Names the solver may move: None for the whole body, else the dragged bone and its
     ``chain_length - 1`` nearest ancestors."""
@@ -41,7 +58,6 @@ class Figures:
     drag_error: float
     max_pin_error: float
     milliseconds: float
-    moved: list[str] = field(default_factory=list)
 
 
 def record(last_solve, figures: Figures) -> None:
@@ -70,9 +86,7 @@ class DragSolver:
         if not (0.0 <= anchor <= 1.0) or not math.isfinite(anchor):
             raise RigError(f"Anchor must be between 0 and 1, got {anchor}")
         pins = active_pins(settings, exclude=bone)
-        gone = [p.bone for p in pins if p.bone not in obj.pose.bones]
-        if gone:
-            raise RigError(f"A pin holds bone '{gone[0]}', which no longer exists; unpin or clear it")
+        check_pin_bones(obj, pins)
         self.obj = obj
         self.settings = settings
         self.bone = bone
@@ -124,7 +138,6 @@ class DragSolver:
     def apply(self, figures: Figures, frame: float, key: bool) -> list[str]:
         """Write the solution onto the pose bones, key it if asked, and record the figures."""
         moved = self.model.write(self.q)
-        figures.moved = moved
         if key and moved:
             roots = {n for n in moved if self.model.bones[n].slides}
             keyframes.key_bones(self.obj, moved, frame, with_location=roots)
@@ -140,9 +153,5 @@ def drag(context, obj, bone: str, target, anchor: float = 1.0) -> Figures:
     figures = solver.solve(target)
     scene = context.scene
     solver.apply(figures, scene.frame_current, keyframes.should_key(settings.keyframes, scene))
-    if any(p.bone == bone for p in settings.pins):
-        context.view_layer.update()
-        for p in settings.pins:
-            if p.bone == bone:
-                p.location = anchor_world(obj, obj.pose.bones[bone], p.anchor)
+    move_pins_to_bone(context, obj, bone)
     return figures

@@ -18,7 +18,3 @@ def violating(skeleton: Skeleton, q: np.ndarray, dq: np.ndarray, among: np.ndarr
     q_new = q + dq
     return among & ((q_new < skeleton.lower) | (q_new > skeleton.upper))
 
-
-def within(skeleton: Skeleton, q: np.ndarray, slack: float = 0.0) -> bool:
-    """True when every joint is within its limits (to ``slack``)."""
-    return bool(np.all(q >= skeleton.lower - slack) and np.all(q <= skeleton.upper + slack))
