@@ -21,6 +21,7 @@ import time
 import numpy as np
 
 from ..problem import Problem, SolveResult, check_start, finish, goal_errors, level_weights
+from ..skeleton import cross
 
 
 def _pairs(problem: Problem, kin, weights):
@@ -66,7 +67,7 @@ def _sweep(problem: Problem, q: np.ndarray, kin, weights: np.ndarray, order: np.
             pa, da = p @ a, d @ a
             k1 = float(ww @ (da * pa))
             k2 = float(ww @ np.einsum("ij,ij->i", d, p))
-            k3 = float(a @ (ww @ np.cross(p, d)))
+            k3 = float(a @ (ww @ cross(p, d)))
             step = handedness[j] * math.atan2(k3, k2 - k1)
         step *= sk.mobility[j]
         new = min(max(q[j] + step, sk.lower[j]), sk.upper[j])
@@ -78,7 +79,7 @@ def _sweep(problem: Problem, q: np.ndarray, kin, weights: np.ndarray, order: np.
             points[sel] += step * world_axes[j]
         else:
             c, s = math.cos(handedness[j] * step), math.sin(handedness[j] * step)
-            rotated = p * c + np.cross(a, p) * s + a * (p @ a)[:, None] * (1.0 - c)
+            rotated = p * c + cross(a, p) * s + a * (p @ a)[:, None] * (1.0 - c)
             points[sel] = o + rotated
     return q
 
