@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import bpy
 import numpy as np
 import pytest
@@ -45,10 +47,22 @@ def _feet_and_root(obj, frames):
     return out
 
 
+def _largest_joint_step(obj, frames) -> float:
+    """The largest rotation [rad] of any bone's own channels between neighbouring frames."""
+    scene = bpy.context.scene
+    rotations = []
+    for f in frames:
+        scene.frame_set(f)
+        rotations.append([pb.matrix_basis.to_quaternion() for pb in obj.pose.bones])
+    return max(a.rotation_difference(b).angle for now, later in itertools.pairwise(rotations)
+               for a, b in zip(now, later))
+
+
 def test_feet_slide_before_and_hold_after_the_bake(fig_6_5):
     obj = fig_6_5
     frames = range(1, 22)
     before = _feet_and_root(obj, frames)
+    source_step = _largest_joint_step(obj, frames)
     slide = max(np.linalg.norm(before[f][n] - before[1][n]) for f in frames for n in FEET)
     assert slide > 0.01  # interpolating joint angles moves the planted feet (Fig 6.5)
     original = obj.animation_data.action
@@ -64,6 +78,8 @@ def test_feet_slide_before_and_hold_after_the_bake(fig_6_5):
             if pin.enabled:
                 assert np.linalg.norm(after[f][pin.bone] - np.array(pin.location)) <= 1e-4, (f, pin.bone)
         assert np.linalg.norm(after[f]["root"] - before[f]["root"]) <= 1e-3
+    # Continuity: no pops; the joints move between frames about as much as the source's.
+    assert _largest_joint_step(obj, frames) <= 1.5 * source_step
     obj.animation_data.action = original
     assert _keys(obj) == original_keys  # the original action is unchanged, key for key
 
@@ -184,3 +200,80 @@ def test_edit_in_motion_blends_into_the_neighbours(fig_6_5):
                     assert np.linalg.norm(world_point(obj, pin.bone) - np.array(pin.location)) <= 1e-4
         else:  # outside the window the motion is exactly as it was
             assert np.linalg.norm(moved) <= 1e-6, f
+
+
+def _baked_channels(obj, direct: bool) -> dict:
+    from welman_ik.blender.bake import Baker
+
+    baker = Baker(bpy.context, obj, 1, 21, direct=direct)
+    assert baker.sampler.direct == direct
+    while not baker.done:
+        baker.next()
+    baker.abort()
+    return baker.results
+
+
+def test_sampling_the_fcurves_matches_the_scene_evaluation(fig_6_5):
+    """The bake's own F-curve evaluation gives the same baked channels as a scene frame
+    change on every frame."""
+    from welman_ik.blender.bake import direct_sampling
+
+    assert direct_sampling(fig_6_5)
+    direct, scene = _baked_channels(fig_6_5, True), _baked_channels(fig_6_5, False)
+    assert direct.keys() == scene.keys()
+    for frame, bones in direct.items():
+        assert bones.keys() == scene[frame].keys()
+        for name, (path, rotation, location) in bones.items():
+            other = scene[frame][name]
+            assert path == other[0]
+            np.testing.assert_allclose(rotation, other[1], atol=1e-6, err_msg=f"{name} @ {frame}")
+            if location is not None:
+                np.testing.assert_allclose(location, other[2], atol=1e-6)
+
+
+def test_bake_evaluates_nla_strips(fig_6_5):
+    """The body's motion comes from an NLA strip under an active action that keys only the
+    head: the bake evaluates both, as Blender does, and the feet hold."""
+    from welman_ik.blender.bake import direct_sampling
+
+    obj = fig_6_5
+    scene = bpy.context.scene
+    ad = obj.animation_data
+    motion = ad.action
+    before = _feet_and_root(obj, range(1, 22))
+    track = ad.nla_tracks.new()
+    track.strips.new("motion", 1, motion)
+    ad.action = None
+    head = obj.pose.bones["spine.006"]
+    for frame, angle in ((1, 0.0), (21, 0.4)):
+        head.rotation_quaternion = (np.cos(angle / 2), 0.0, np.sin(angle / 2), 0.0)
+        head.keyframe_insert("rotation_quaternion", frame=frame, group=head.name)
+    assert ad.action is not None and ad.action != motion
+    assert not direct_sampling(obj)
+    scene.frame_set(11)
+    assert np.linalg.norm(world_point(obj, "spine", 0.0) - before[11]["root"]) <= 1e-6  # the strip drives it
+
+    assert bpy.ops.welman_ik.bake(frame_start=1, frame_end=21) == {"FINISHED"}
+    after = _feet_and_root(obj, range(1, 22))
+    for f in range(1, 22):
+        for pin in obj.welman_ik.pins:
+            if pin.enabled:
+                assert np.linalg.norm(after[f][pin.bone] - np.array(pin.location)) <= 1e-4, (f, pin.bone)
+        assert np.linalg.norm(after[f]["root"] - before[f]["root"]) <= 1e-3
+
+
+@pytest.mark.parametrize("change", ["nla", "constraint", "driver", "object"])
+def test_anything_beyond_plain_fcurves_is_sampled_by_the_scene(fig_6_5, change):
+    from welman_ik.blender.bake import direct_sampling
+
+    obj = fig_6_5
+    assert direct_sampling(obj)
+    if change == "nla":
+        obj.animation_data.nla_tracks.new().strips.new("copy", 1, obj.animation_data.action.copy())
+    elif change == "constraint":
+        obj.pose.bones["hand.R"].constraints.new("COPY_ROTATION")
+    elif change == "driver":
+        obj.pose.bones["hand.R"].driver_add("location", 0)
+    else:
+        obj.keyframe_insert("location", frame=1)
+    assert not direct_sampling(obj)

@@ -15,8 +15,8 @@ import numpy as np
 
 from ..core import SOLVERS, PositionGoal, Problem
 from . import keyframes
-from .rig import RigError, RigModel
-from .solve import SOLVABLE_PIN_KINDS, anchor_world, check_pin_bones
+from .rig import RigError, RigModel, chain_to_root
+from .solve import SOLVABLE_PIN_KINDS, check_pin_bones
 
 SUFFIX = ".welman_bake"
 
@@ -78,37 +78,115 @@ def check(obj, frame_start: int, frame_end: int, step: int, edit: MotionEdit | N
         raise RigError("No enabled pin is in force in the frame range")
 
 
+POSE_CHANNELS = ("location", "rotation_quaternion", "rotation_euler", "rotation_axis_angle", "scale")
+
+
+def direct_sampling(obj) -> bool:
+    """True when the object's pose on a frame is simply its action's F-curves there: no
+    NLA, drivers, constraints, parent or object-level animation. The bake then evaluates
+    the F-curves itself instead of changing the scene's frame."""
+    ad = obj.animation_data
+    if ad is None or ad.action is None or obj.parent is not None or len(obj.constraints):
+        return False
+    if ad.use_tweak_mode or (ad.use_nla and any(not track.mute for track in ad.nla_tracks)):
+        return False
+    if ad.action_influence != 1.0 or ad.action_blend_type != "REPLACE" or len(ad.drivers):
+        return False
+    data = obj.data.animation_data
+    if data is not None and (data.action is not None or len(data.drivers)):
+        return False
+    if any(len(pb.constraints) for pb in obj.pose.bones):
+        return False
+    return all(fc.data_path.startswith("pose.bones[") for fc in keyframes.action_fcurves(obj) if not fc.mute)
+
+
+class Sampler:
+    """Puts the pose the animation gives on a frame onto the pose bones' channels: by
+    evaluating the action's F-curves where that is all there is (``direct_sampling``),
+    else by a scene frame change (NLA, drivers, constraints: as Blender evaluates it)."""
+
+    def __init__(self, scene, obj, bones=None, direct: bool | None = None):
+        """``bones``: the names whose channels matter (None: all of them)."""
+        self.scene, self.obj = scene, obj
+        self.direct = direct_sampling(obj) if direct is None else direct
+        channels: dict[tuple[str, str], list] = {}
+        if self.direct:
+            for curve in keyframes.action_fcurves(obj):
+                owner, _, prop = curve.data_path.rpartition(".")
+                if curve.mute or prop not in POSE_CHANNELS:
+                    continue
+                name = owner[len('pose.bones["'):-len('"]')]
+                if name in obj.pose.bones and (bones is None or name in bones):
+                    channels.setdefault((name, prop), []).append((curve.array_index, curve))
+        self.channels = [(obj.pose.bones[name], prop, curves) for (name, prop), curves in channels.items()]
+
+    def apply(self, frame: int) -> None:
+        if not self.direct:
+            self.scene.frame_set(frame)
+            return
+        for pose_bone, prop, curves in self.channels:
+            values = list(getattr(pose_bone, prop))
+            for index, curve in curves:
+                values[index] = curve.evaluate(frame)
+            setattr(pose_bone, prop, values)
+
+
 class Baker:
-    """Frame by frame: ``next()`` solves one frame, ``finish()`` writes the new action."""
+    """Frame by frame: ``next()`` solves one frame, ``finish()`` writes the new action.
+
+    One hinge tree serves the whole bake: it holds every bone pinned somewhere in the
+    range, and each frame only takes the animated pose as its new start.
+    """
 
     def __init__(self, context, obj, frame_start: int, frame_end: int, step: int = 1, move_root: bool = False,
-                 edit: MotionEdit | None = None):
+                 edit: MotionEdit | None = None, direct: bool | None = None):
         check(obj, frame_start, frame_end, step, edit)
         self.edit = edit
         self.context, self.obj, self.settings = context, obj, obj.welman_ik
         self.frames = list(range(frame_start, frame_end + 1, step))
-        self.move_root = move_root
         self.frame_before = context.scene.frame_current
-        self.fixed_goals = self._fixed_goals()
+        pinned = {p.bone for f in self.frames for p in pins_on(self.settings, f)}
+        self.names = sorted(pinned | ({edit.bone} if edit is not None else set()))
+        chains = {pb.name for name in self.names for pb in chain_to_root(obj.pose.bones[name])}
+        self.sampler = Sampler(context.scene, obj, chains, direct)
+        roots = {pb.name for pb in obj.pose.bones if pb.parent is None}
+        self.movable = None if move_root else [pb.name for pb in obj.pose.bones if pb.name not in roots]
+        self.model: RigModel | None = None
         self.results: dict[int, dict] = {}  # frame -> bone -> (rotation values, location or None)
         self.max_pin_error = 0.0
         self.bones: set[str] = set()  # every bone a solve has written
         self.index = 0
         self._previous = None  # (model, animated q, solved q) of the last frame
+        try:
+            self.fixed_goals = self._fixed_goals()
+        except Exception:
+            self.abort()
+            raise
+
+    def _pose(self, frame: int) -> RigModel:
+        """The hinge tree, started from the animated pose on ``frame``."""
+        self.sampler.apply(frame)
+        if self.model is None or not self.model.refresh():
+            self.model = RigModel(self.obj, self.names, self.movable)
+        return self.model
+
+    @staticmethod
+    def _point(model: RigModel, kin, bone: str, anchor: float) -> np.ndarray:
+        joint, local = model.anchor_local(bone, anchor)
+        return kin.points(np.array([joint]), local[None])[0]
 
     def _fixed_goals(self) -> dict:
         """Where each fixed pin holds: its own location, or (with a frame range) where its
         bone was on the first frame of the range."""
         goals = {}
-        scene = self.context.scene
         for i, pin in enumerate(self.settings.pins):
-            if pin.follow or not pin.enabled:
+            if pin.follow or not pin.enabled or pin.bone not in self.names:
                 continue
             if pin.frame_start == 0 and pin.frame_end == 0:
                 goals[i] = np.array(pin.location, dtype=float)
             else:
-                scene.frame_set(pin.frame_start)
-                goals[i] = anchor_world(self.obj, self.obj.pose.bones[pin.bone], pin.anchor)
+                model = self._pose(pin.frame_start)
+                goals[i] = self._point(model, model.skeleton.forward(model.q0), pin.bone, pin.anchor)
         return goals
 
     @property
@@ -119,39 +197,34 @@ class Baker:
         """Solve the next frame; returns its largest pin error [m]."""
         frame = self.frames[self.index]
         self.index += 1
-        scene, obj = self.context.scene, self.obj
-        scene.frame_set(frame)
+        model = self._pose(frame)
+        animated = model.skeleton.forward(model.q0)
         pins = pins_on(self.settings, frame)
-        edit = self.edit
-        names = sorted({p.bone for p in pins} | ({edit.bone} if edit is not None else set()))
-        roots = {pb.name for pb in obj.pose.bones if pb.parent is None}
-        movable = None if self.move_root else [pb.name for pb in obj.pose.bones if pb.name not in roots]
-        model = RigModel(obj, names, movable)
+        all_pins = list(self.settings.pins)
         goals = []
         for pin in pins:
             joint, local = model.anchor_local(pin.bone, pin.anchor)
-            index = list(self.settings.pins).index(pin)
-            target = (anchor_world(obj, obj.pose.bones[pin.bone], pin.anchor) if pin.follow
-                      else self.fixed_goals[index])
+            target = (self._point(model, animated, pin.bone, pin.anchor) if pin.follow
+                      else self.fixed_goals[all_pins.index(pin)])
             goals.append(PositionGoal(joint, local, target, weight=pin.weight))
+        edit = self.edit
         if edit is not None:  # the edit, below the pins: they hold, it takes what is left
             joint, local = model.anchor_local(edit.bone, edit.anchor)
-            animated = anchor_world(obj, obj.pose.bones[edit.bone], edit.anchor)
-            goals.append(PositionGoal(joint, local, animated + edit.weight(frame) * edit.displacement,
-                                      priority=1 if pins else 0))
+            target = self._point(model, animated, edit.bone, edit.anchor) + edit.weight(frame) * edit.displacement
+            goals.append(PositionGoal(joint, local, target, priority=1 if pins else 0))
         # Continuity: start from the last frame's solution moved by the animation's own change.
         q_start = model.q0
-        if self._previous is not None and self._previous[0].skeleton.size == model.skeleton.size \
-                and list(self._previous[0].bones) == list(model.bones):
+        if self._previous is not None and self._previous[0] is model:
             _, animated_before, solved_before = self._previous
             q_start = solved_before + (model.q0 - animated_before)
         s = self.settings
         problem = Problem(model.skeleton, goals, tolerance=s.tolerance, max_iterations=s.max_iterations,
                           damping=s.damping)
         result = SOLVERS[s.solver](problem, q_start)
+        if not np.all(np.isfinite(result.q)):
+            raise RigError(f"The solver failed on frame {frame} (non-finite result)")
         self._previous = (model, model.q0.copy(), result.q.copy())
-        model.write(result.q)
-        self.results[frame] = {name: _channels(obj.pose.bones[name]) for name in model.bones}
+        self.results[frame] = model.channels(result.q)
         self.bones.update(model.bones)
         error = float(result.errors.max(initial=0.0))
         self.max_pin_error = max(self.max_pin_error, error)
@@ -167,7 +240,6 @@ class Baker:
             baked = original.copy()
             baked.name = original.name + SUFFIX
             keyframes.assign_action(obj, baked)
-        self.context.scene.frame_set(self.frame_before)
         _write_keys(obj, self.results)
         self.context.scene.frame_set(self.frame_before)
         return baked
@@ -176,7 +248,7 @@ class Baker:
         """Record the animation as it is on ``frames`` (for the solved bones), so that keys
         written around an edit leave those frames' motion exactly as it was."""
         for frame in frames:
-            self.context.scene.frame_set(frame)
+            self.sampler.apply(frame)
             self.results[frame] = {name: _channels(self.obj.pose.bones[name]) for name in self.bones}
 
     def abort(self) -> None:

@@ -12,6 +12,7 @@ stay in the tree as frozen joints, which keeps every bone's frame (and every pin
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -19,6 +20,7 @@ import numpy as np
 from mathutils import Euler, Matrix, Quaternion, Vector
 
 from ..core import Skeleton
+from .keyframes import rotation_path
 
 HINGE_ORDER = "XYZ"  # Euler order used to split quaternion and axis-angle rotations
 AXES = "XYZ"
@@ -82,6 +84,17 @@ class BoneJoints:
     scale: np.ndarray  # (3,) pose scale applied after the rotation
     length: float
     order: str
+    shape: tuple  # the channels built into the fixed transforms (see ``fixed_channels``)
+
+
+def fixed_channels(pose_bone) -> tuple:
+    """The pose channels a bone's hinges take as fixed: its scale and, for a bone neither
+    root nor connected, its location."""
+    moves_head = pose_bone.parent is not None and not pose_bone.bone.use_connect
+    return tuple(pose_bone.scale), tuple(pose_bone.location) if moves_head else None
+
+
+ROTATION_SLOTS = {"rotation_quaternion": 1, "rotation_euler": 2, "rotation_axis_angle": 3}
 
 
 class BoneChannels:
@@ -94,6 +107,9 @@ class BoneChannels:
     def restore(self, pose_bone) -> None:
         (pose_bone.location, pose_bone.rotation_quaternion, pose_bone.rotation_euler,
          pose_bone.rotation_axis_angle) = self.values
+
+    def rotation(self, path: str) -> tuple:
+        return self.values[ROTATION_SLOTS[path]]
 
 
 class RigModel:
@@ -117,11 +133,11 @@ class RigModel:
         if not np.all(np.isfinite(world)) or abs(np.linalg.det(world[:3, :3])) < 1e-12:
             raise RigError(f"Armature '{obj.name}' has a degenerate transform (zero scale?)")
 
-        parent, prismatic, axis, rest, lower, upper, mobility, q0 = [], [], [], [], [], [], [], []
+        parent, prismatic, axis, rest, lower, upper, mobility = [], [], [], [], [], [], []
         self.bones: dict[str, BoneJoints] = {}
         movable_set = None if movable_names is None else set(movable_names)
 
-        def add(p, is_slide, ax, rest_m, lo, hi, mob, value):
+        def add(p, is_slide, ax, rest_m, lo, hi, mob):
             parent.append(p)
             prismatic.append(is_slide)
             axis.append(ax)
@@ -129,7 +145,6 @@ class RigModel:
             lower.append(lo)
             upper.append(hi)
             mobility.append(mob)
-            q0.append(value)
             return len(parent) - 1
 
         for name in ordered:
@@ -153,7 +168,7 @@ class RigModel:
                     ax = np.zeros(3)
                     ax[i] = 1.0
                     j = add(parent_joint, True, ax, rel if i == 0 else np.eye(4), -np.inf, np.inf,
-                            1.0 if free else 0.0, float(pb.location[i]))
+                            1.0 if free else 0.0)
                     slides[letter] = j
                     parent_joint = j
                 rel = np.eye(4)
@@ -162,7 +177,6 @@ class RigModel:
                 loc[:3, 3] = np.array(pb.location, dtype=float)
                 rel = rel @ loc
             order = bone_order(pb)
-            euler = bone_euler(pb, order)
             hinges = {}
             for k, letter in enumerate(reversed(order)):  # Euler 'XYZ' is Rz @ Ry @ Rx
                 i = AXES.index(letter)
@@ -172,29 +186,65 @@ class RigModel:
                 hi = getattr(pb, f"ik_max_{letter.lower()}") if limited else np.inf
                 stiffness = getattr(pb, f"ik_stiffness_{letter.lower()}")
                 mob = 0.0 if (locked or not moves) else float(np.clip(1.0 - stiffness, 0.0, 1.0))
-                value = float(euler[i])
                 if mob == 0.0:
                     lo, hi = -np.inf, np.inf  # a frozen joint stays where it is, limits or not
-                else:
-                    # A bone posed past its limits by hand is not snapped back; it may only
-                    # move back toward them.
-                    lo, hi = min(lo, value), max(hi, value)
                 ax = np.zeros(3)
                 ax[i] = 1.0
-                j = add(parent_joint, False, ax, rel if k == 0 else np.eye(4), lo, hi, mob, value)
+                j = add(parent_joint, False, ax, rel if k == 0 else np.eye(4), lo, hi, mob)
                 hinges[letter] = j
                 parent_joint = j
-            self.bones[name] = BoneJoints(name, hinges, slides, parent_joint, scale, bone.length, order)
+            self.bones[name] = BoneJoints(name, hinges, slides, parent_joint, scale, bone.length, order,
+                                          fixed_channels(pb))
 
         self.object = obj
-        self.q0 = np.array(q0, dtype=float)
-        self.written = self.q0.copy()  # what the pose bones hold now
-        self.originals = {name: BoneChannels(pose_bones[name]) for name in self.bones}
+        self.limits = np.array(lower, dtype=float), np.array(upper, dtype=float)  # Blender's own
         self.skeleton = Skeleton(
             parent=np.array(parent), prismatic=np.array(prismatic), axis=np.array(axis),
-            rest=np.array(rest), lower=np.array(lower), upper=np.array(upper),
+            rest=np.array(rest), lower=self.limits[0], upper=self.limits[1],
             mobility=np.array(mobility), base=world,
         )
+        self._start(self._read())
+
+    # -- reading the pose ------------------------------------------------------------
+
+    def _read(self) -> np.ndarray:
+        """Joint values of the pose bones' current channels."""
+        pose_bones = self.object.pose.bones
+        q = np.empty(self.skeleton.size)
+        for name, b in self.bones.items():
+            pb = pose_bones[name]
+            euler = bone_euler(pb, b.order)
+            for letter, j in b.hinges.items():
+                q[j] = euler[AXES.index(letter)]
+            for letter, j in b.slides.items():
+                q[j] = pb.location[AXES.index(letter)]
+        return q
+
+    def _start(self, q: np.ndarray) -> None:
+        """Take joint values ``q`` (what the pose bones hold) as the start of a solve."""
+        self.q0 = q
+        self.written = q.copy()  # what the pose bones hold now
+        pose_bones = self.object.pose.bones
+        self.originals = {name: BoneChannels(pose_bones[name]) for name in self.bones}
+        # A bone posed past its limits by hand is not snapped back; it may only move back
+        # toward them.
+        lower, upper = np.minimum(self.limits[0], q), np.maximum(self.limits[1], q)
+        sk = self.skeleton
+        if not (np.array_equal(lower, sk.lower) and np.array_equal(upper, sk.upper)):
+            self.skeleton = dataclasses.replace(sk, lower=lower, upper=upper)
+
+    def refresh(self) -> bool:
+        """Take the pose bones' current channels as the new start (a bake does this on every
+        frame instead of building the tree again). False, and nothing changed, when the
+        tree itself no longer fits: a scale, an unconnected bone's location or the
+        armature's transform changed. Build a new model then."""
+        pose_bones = self.object.pose.bones
+        if any(fixed_channels(pose_bones[name]) != b.shape for name, b in self.bones.items()):
+            return False
+        if not np.array_equal(_np(self.object.matrix_world), self.skeleton.base):
+            return False
+        self._start(self._read())
+        return True
 
     # -- goals ---------------------------------------------------------------------
 
@@ -238,6 +288,27 @@ class RigModel:
         self.written = q.copy()
         return moved
 
+    def channels(self, q: np.ndarray) -> dict[str, tuple]:
+        """What ``write(q)`` would put on each bone, without touching the pose bones:
+        name -> (rotation data path, rotation values, location or None for a non-root)."""
+        out = {}
+        pose_bones = self.object.pose.bones
+        for name, b in self.bones.items():
+            pb = pose_bones[name]
+            original = self.originals[name]
+            idx = [b.hinges[a] for a in AXES]
+            if np.all(q[idx] == self.q0[idx]):
+                path = rotation_path(pb)
+                rotation = original.rotation(path)
+            else:
+                path, rotation = rotation_channels(pb, Euler([float(v) for v in q[idx]], b.order))
+            location = None
+            if b.slides:
+                sidx = [b.slides[a] for a in AXES]
+                location = original.values[0] if np.all(q[sidx] == self.q0[sidx]) else tuple(float(v) for v in q[sidx])
+            out[name] = (path, rotation, location)
+        return out
+
 
 def euler_quaternion(angles, order: str) -> np.ndarray:
     """(w, x, y, z) of Euler ``angles`` (x, y, z) [rad] in Blender's ``order``, in double
@@ -255,23 +326,29 @@ def euler_quaternion(angles, order: str) -> np.ndarray:
     return np.array([w, x, y, z])
 
 
-def set_rotation(pose_bone, euler: Euler) -> None:
-    """Write a rotation in the bone's own mode, continuous with its previous value."""
+def rotation_channels(pose_bone, euler: Euler) -> tuple[str, tuple]:
+    """(data path, values) of a rotation in the bone's own mode, continuous with the value
+    the bone holds now: Euler angles compatible with it, a quaternion on its hemisphere,
+    an axis on the side of its axis (so keys interpolate cleanly)."""
     mode = pose_bone.rotation_mode
     if mode in EULER_ORDERS:
-        pose_bone.rotation_euler = euler.to_matrix().to_euler(mode, pose_bone.rotation_euler) \
-            if euler.order != mode else euler
-        return
+        if euler.order != mode:
+            euler = euler.to_matrix().to_euler(mode, pose_bone.rotation_euler)
+        return "rotation_euler", tuple(euler)
     quat = euler_quaternion(euler, euler.order)
-    if quat @ np.array(bone_quaternion(pose_bone)) < 0.0:  # stay on the previous hemisphere
+    if quat @ np.array(bone_quaternion(pose_bone)) < 0.0:
         quat = -quat
     if mode == "QUATERNION":
-        pose_bone.rotation_quaternion = quat
-    else:  # AXIS_ANGLE, with the axis on the side of the previous one so keys interpolate
-        _, *previous_axis = pose_bone.rotation_axis_angle
-        norm = float(np.linalg.norm(quat[1:]))
-        angle = 2.0 * np.arctan2(norm, quat[0])
-        axis = quat[1:] / norm if norm > 0.0 else np.array(previous_axis, dtype=float)
-        if axis @ np.array(previous_axis) < 0.0:
-            axis, angle = -axis, -angle
-        pose_bone.rotation_axis_angle = (angle, *axis)
+        return "rotation_quaternion", tuple(float(v) for v in quat)
+    _, *previous_axis = pose_bone.rotation_axis_angle
+    norm = float(np.linalg.norm(quat[1:]))
+    angle = 2.0 * float(np.arctan2(norm, quat[0]))
+    axis = quat[1:] / norm if norm > 0.0 else np.array(previous_axis, dtype=float)
+    if axis @ np.array(previous_axis) < 0.0:
+        axis, angle = -axis, -angle
+    return "rotation_axis_angle", (angle, *(float(v) for v in axis))
+
+
+def set_rotation(pose_bone, euler: Euler) -> None:
+    """Write a rotation in the bone's own mode, continuous with its previous value."""
+    setattr(pose_bone, *rotation_channels(pose_bone, euler))

@@ -73,8 +73,20 @@ def level_weights(problem: Problem) -> tuple[np.ndarray, np.ndarray]:
     return weights, np.where([g.priority == first for g in problem.goals], weights, 0.0)
 
 
+def by_kind(goals: Sequence[Goal]) -> dict[type, list[int]]:
+    """Indices of the goals of each kind, so that each kind is evaluated in one batch."""
+    kinds: dict[type, list[int]] = {}
+    for i, goal in enumerate(goals):
+        kinds.setdefault(type(goal), []).append(i)
+    return kinds
+
+
 def goal_errors(goals: Sequence[Goal], kin: Kinematics) -> np.ndarray:
-    return np.array([g.error(kin) for g in goals], dtype=float)
+    """Each goal's distance from being met [m], in order."""
+    errors = np.empty(len(goals))
+    for kind, members in by_kind(goals).items():
+        errors[members] = kind.errors([goals[i] for i in members], kin)
+    return errors
 
 
 def finish(problem: Problem, q: np.ndarray, iterations: int, history: list[float],
@@ -103,11 +115,8 @@ def stacked(goals: Sequence[Goal], kin: Kinematics, weights: np.ndarray) -> tupl
     n = kin.skeleton.size
     if not goals:
         return np.zeros(0), np.zeros((0, n))
-    kinds: dict[type, list[int]] = {}
-    for i, goal in enumerate(goals):
-        kinds.setdefault(type(goal), []).append(i)
     rows_e, rows_j = [], []
-    for kind, members in kinds.items():
+    for kind, members in by_kind(goals).items():
         e, j = kind.stack([goals[i] for i in members], kin)
         per_goal = len(e) // len(members)
         scale = np.repeat(np.sqrt(np.asarray(weights, dtype=float)[members]), per_goal)

@@ -43,6 +43,12 @@ class Goal(ABC):
         """Scalar distance from being met [m], compared with the solver's tolerance."""
         return float(np.linalg.norm(self.residual(kin)))
 
+    @classmethod
+    def errors(cls, goals: list[Goal], kin: Kinematics) -> np.ndarray:
+        """``error`` of several goals of this kind, in their order. A kind may override
+        this to evaluate them in one batch."""
+        return np.array([g.error(kin) for g in goals], dtype=float)
+
     @abstractmethod
     def point_pairs(self, kin: Kinematics) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """For CCD: ``(joints (k,), points (k, 3), targets (k, 3))``, world points riding on

@@ -32,13 +32,23 @@ class PositionGoal(Goal):
     def jacobian(self, kin: Kinematics) -> np.ndarray:
         return kin.point_jacobian(self.joint, self.point(kin)[None])[0]
 
+    @staticmethod
+    def _points(goals: list[PositionGoal], kin: Kinematics) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Joints (k,), world points (k, 3) and residuals (k, 3) of several goals at once."""
+        joints = np.concatenate([g.joint for g in goals])
+        points = kin.points(joints, np.vstack([g.local for g in goals]))
+        return joints, points, np.vstack([g.target for g in goals]) - points
+
     @classmethod
     def stack(cls, goals: list[PositionGoal], kin: Kinematics) -> tuple[np.ndarray, np.ndarray]:
         """All points and Jacobians in one batch: (3k,) and (3k, n)."""
-        joints = np.concatenate([g.joint for g in goals])
-        points = kin.points(joints, np.vstack([g.local for g in goals]))
-        residual = (np.vstack([g.target for g in goals]) - points).reshape(-1)
-        return residual, kin.point_jacobian(joints, points).reshape(3 * len(goals), -1)
+        joints, points, residuals = cls._points(goals, kin)
+        return residuals.reshape(-1), kin.point_jacobian(joints, points).reshape(3 * len(goals), -1)
+
+    @classmethod
+    def errors(cls, goals: list[PositionGoal], kin: Kinematics) -> np.ndarray:
+        """All distances in one batch: (k,)."""
+        return np.linalg.norm(cls._points(goals, kin)[2], axis=1)
 
     def point_pairs(self, kin: Kinematics):
         return self.joint, kin.points(self.joint, self.local), self.target[None, :]
