@@ -38,6 +38,7 @@ e2e:
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(E2E_DEBS) >/dev/null; }
 	$(PYTHON) tests/e2e/run_e2e.py --mode dry-run,confirm,undo --output $(OUT)
 	$(PYTHON) tests/e2e/run_e2e.py --mode cancel --steps 100 --step-sleep 0.35 --output $(OUT)
+	$(PYTHON) tests/e2e/run_e2e.py --mode motion --shortcut ctrl+alt+m --output $(OUT)
 
 # Blender 5.0 (no Action.fcurves, pose-bone selection on PoseBone): the same Blender tests.
 VENV5 := .venv-bpy5

@@ -277,3 +277,43 @@ def test_anything_beyond_plain_fcurves_is_sampled_by_the_scene(fig_6_5, change):
     else:
         obj.keyframe_insert("location", frame=1)
     assert not direct_sampling(obj)
+
+
+def test_interactive_edit_previews_what_the_edit_does(fig_6_5):
+    """The panel's Edit Motion: a drag at the current frame with the pins as the edit holds
+    them (here a follow pin on hand.L on its animated path, and the feet), the root kept;
+    confirming blends the edit into the neighbours and lands where the preview was."""
+    from welman_ik.blender.bake import pins_for_edit
+    from welman_ik.blender.session import DragSession, PoseSnapshot
+
+    obj = fig_6_5
+    scene = bpy.context.scene
+    follow = obj.welman_ik.pins.add()
+    follow.bone, follow.follow = "hand.L", True
+    scene.frame_set(11)
+    animated = PoseSnapshot(obj)
+    hand_l, root = world_point(obj, "hand.L"), world_point(obj, "spine", 0.0)
+    pins = pins_for_edit(bpy.context, obj, "hand.R", 11)
+    assert PoseSnapshot(obj).values == animated.values  # looking them up left the pose alone
+    targets = {pin.bone: np.array(target) for pin, target in pins}
+    assert set(targets) == set(FEET) | {"hand.L"}
+    np.testing.assert_allclose(targets["hand.L"], hand_l, atol=1e-6)
+
+    drag = DragSession(obj, "hand.R", 0.5, pins=pins, keep_root=True)
+    start = drag.effector()
+    goal = start + np.array([0.15, 0.0, 0.1])
+    for t in np.linspace(0.1, 1.0, 10):
+        point = start + t * (goal - start)
+        drag.move(point - np.array([0.0, 5.0, 0.0]), np.array([0.0, 1.0, 0.0]))
+        for bone, target in targets.items():
+            assert np.linalg.norm(world_point(obj, bone) - target) <= 1e-4, bone
+        assert np.linalg.norm(world_point(obj, "spine", 0.0) - root) <= 1e-9
+    preview = world_point(obj, "hand.R", 0.5)
+    np.testing.assert_allclose(preview, goal, atol=1e-4)
+
+    drag.snapshot.restore(obj)  # what confirming does, then the edit itself
+    assert bpy.ops.welman_ik.edit_motion(bone="hand.R", target=tuple(drag.goal), anchor=0.5, frame=11,
+                                         falloff=5) == {"FINISHED"}
+    scene.frame_set(11)
+    np.testing.assert_allclose(world_point(obj, "hand.R", 0.5), preview, atol=1e-4)
+    np.testing.assert_allclose(world_point(obj, "hand.L"), hand_l, atol=1e-4)

@@ -34,7 +34,9 @@ from bpy_extras import view3d_utils
 from mathutils import Vector
 
 STARTED = time.time()
-OPERATOR = "welman_ik.drag"
+MOTION_KEYS = (1, 21)  # motion mode: the whole pose keyed here, the pelvis lowered at the second
+MOTION_FRAME = 11  # the edited frame
+MOTION_FALLOFF = 5  # frames 6..16 take the edit; the others keep their motion
 SIDEBAR_TAB = "Welman IK"
 # Where the add-on may leave per-event latencies of the last interactive drag (the first found
 # is reported), and where its running drag session lives (None when no drag is running).
@@ -55,7 +57,7 @@ def parse_args():
     p = argparse.ArgumentParser(prog="blender_side.py")
     p.add_argument("--root", required=True, help="repository root (put on sys.path)")
     p.add_argument("--workdir", required=True, help="folder for the JSON files shared with the driver")
-    p.add_argument("--mode", default="dry-run", choices=("dry-run", "confirm", "cancel", "undo"))
+    p.add_argument("--mode", default="dry-run", choices=("dry-run", "confirm", "cancel", "undo", "motion"))
     p.add_argument("--bone", default="hand.R")
     p.add_argument("--anchor", type=float, default=0.5,
                    help="point along the bone put under the mouse (0 head, 1 tail; the modal drag's default is 0.5)")
@@ -72,6 +74,8 @@ def parse_args():
 
 
 ARGS = parse_args()
+# The operator the shortcut starts: the drag, or (motion mode) the interactive motion edit.
+OPERATOR = "welman_ik.edit_motion" if ARGS.mode == "motion" else "welman_ik.drag"
 WORKDIR = ARGS.workdir
 # Before the splash is shown (it is shown after the --python scripts run), and no
 # "save changes?" dialog on quit.
@@ -117,6 +121,7 @@ class State:
     wait_from = 0
     wait_started = 0.0
     snapshot: dict = {}
+    path_before = None
     hand_before = None
     tail_before = None
     keymap: dict = {}
@@ -334,6 +339,8 @@ def step_setup():
             pb.bone.select = pb.name in pins
         if pins and bpy.ops.welman_ik.pin() != {"FINISHED"}:
             raise RuntimeError("welman_ik.pin() did not finish")
+        if ARGS.mode == "motion":
+            animate(obj)
         for pb in obj.pose.bones:
             pb.bone.select = pb.name == ARGS.bone
         obj.data.bones.active = obj.data.bones[ARGS.bone]
@@ -358,6 +365,38 @@ def step_setup():
     with override():  # a pass-through logger of what the window receives
         bpy.ops.e2e.event_log("INVOKE_DEFAULT")
     return wait_draw("frame")
+
+
+def animate(obj):
+    """Welman's Fig 6.5: the whole pose keyed at rest and with the pelvis 0.25 m lower (the
+    feet pinned), then the edited frame between them made current."""
+    scene = bpy.context.scene
+    from welman_ik.blender import keyframes
+
+    for frame in MOTION_KEYS:
+        scene.frame_set(frame)
+        if frame != MOTION_KEYS[0]:
+            bpy.context.view_layer.update()
+            target = point_on_bone(obj, "spine", 0.0) - Vector((0.0, 0.0, 0.25))
+            if bpy.ops.welman_ik.drag(bone="spine", target=target, anchor=0.0) != {"FINISHED"}:
+                raise RuntimeError("lowering the pelvis failed")
+        for pb in obj.pose.bones:
+            pb.keyframe_insert(keyframes.rotation_path(pb), frame=frame, group=pb.name)
+            pb.keyframe_insert("location", frame=frame, group=pb.name)
+    obj.welman_ik.motion_falloff = MOTION_FALLOFF
+    scene.frame_set(MOTION_FRAME)
+
+
+def motion_path(obj) -> dict:
+    """The dragged point on every frame of the keyed range (the current frame is kept)."""
+    scene = bpy.context.scene
+    current = scene.frame_current
+    path = {}
+    for frame in range(MOTION_KEYS[0], MOTION_KEYS[-1] + 1):
+        scene.frame_set(frame)
+        path[frame] = point_on_bone(obj, ARGS.bone, ARGS.anchor)
+    scene.frame_set(current)
+    return path
 
 
 def rig_bounds(obj):
@@ -413,6 +452,7 @@ def step_ready():
     with override():
         bpy.ops.ed.undo_push(message="Welman IK e2e scene")
     S.snapshot = pose_snapshot(obj)
+    S.path_before = motion_path(obj) if ARGS.mode == "motion" else None
     S.hand_before = point_on_bone(obj, ARGS.bone, ARGS.anchor)
     S.tail_before = point_on_bone(obj, ARGS.bone, 1.0)
     hand_region = region_point(S.region, rv3d, S.hand_before)
@@ -530,6 +570,10 @@ def result(request) -> dict:
     out["changed_bones"] = changed_bones(obj)
     out["pose_identical"] = not out["changed_bones"]
     out["drag_running_at_finish"] = drag_running()
+    if S.path_before is not None:  # how far the edit moved the dragged point on each frame
+        after = motion_path(obj)
+        out["motion"] = {"frame": MOTION_FRAME, "falloff": MOTION_FALLOFF,
+                         "moved_m": {f: (after[f] - S.path_before[f]).length for f in after}}
     path, latencies = first_hook(LATENCY_HOOKS)
     out["latency_source"] = path
     out["latencies_ms"] = [float(v) for v in latencies] if latencies is not None else None

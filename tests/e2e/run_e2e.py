@@ -35,7 +35,8 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
-MODES = ("dry-run", "confirm", "cancel", "undo")  # undo: confirm, then Ctrl+Z
+# undo: confirm, then Ctrl+Z; motion: the interactive motion edit on an animated rig, confirmed
+MODES = ("dry-run", "confirm", "cancel", "undo", "motion")
 
 
 class Failure(Exception):
@@ -442,7 +443,7 @@ def run_mode(mode: str, args, display: int, out_dir: Path) -> tuple[Checks, dict
             checks.add(status["drag_running"] is not False and bool(status["changed_bones"]), "drag running",
                        f"drag session {status['drag_running']}, {len(status['changed_bones'])} bones moved mid-drag")
             x.screenshot(out_dir / f"e2e_{mode}_drag.png")
-            if mode in ("confirm", "undo"):
+            if mode in ("confirm", "undo", "motion"):
                 x.click(1)
                 if mode == "undo":
                     time.sleep(0.8)
@@ -503,7 +504,7 @@ def blender_checks(mode: str, args, r: dict, checks: Checks) -> None:
                    f"pose identical {r['pose_identical']}, {r['key_count']} keys")
         return
     checks.add(r["drag_running_at_finish"] is not True, "drag ended", f"drag session at finish: {r['drag_running_at_finish']}")
-    if mode == "confirm":
+    if mode in ("confirm", "motion"):
         before, after = r["distance_to_cursor_ray_before"], r["distance_to_cursor_ray_after"]
         checks.add(before - after > args.min_move and r["hand_moved_m"] > args.min_move, "hand followed the cursor",
                    f"distance to the cursor ray {before:.3f} -> {after:.3f} m, moved {r['hand_moved_m']:.3f} m")
@@ -513,6 +514,17 @@ def blender_checks(mode: str, args, r: dict, checks: Checks) -> None:
         checks.add(args.bone in r["keyed_bones_at_current_frame"], "keys at the current frame",
                    f"frame {r['frame_current']}: {len(r['keys_at_current_frame'])} channels, "
                    f"bones {r['keyed_bones_at_current_frame']}")
+        if mode == "motion":
+            motion = r["motion"]
+            moved = {int(f): d for f, d in motion["moved_m"].items()}
+            first, last = motion["frame"] - motion["falloff"], motion["frame"] + motion["falloff"]
+            outside = max(d for f, d in moved.items() if not first <= f <= last)
+            inside = [moved[f] for f in range(first, last + 1)]
+            peak = moved[motion["frame"]]
+            checks.add(outside <= 1e-5 and peak >= max(inside) and min(inside) > 0.0 and peak > args.min_move,
+                       "edit blended into the neighbours",
+                       f"frame {motion['frame']} moved {peak:.3f} m, frames {first}..{last} "
+                       f"{min(inside):.3f}..{peak:.3f} m, outside at most {outside:.1e} m")
     else:  # cancel, or confirm then undo: one undo step takes the whole drag back
         checks.add(r["pose_identical"], "pose restored bit for bit",
                    "" if r["pose_identical"] else f"changed: {r['changed_bones']}")

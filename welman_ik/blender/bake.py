@@ -16,7 +16,7 @@ import numpy as np
 from ..core import SOLVERS, PositionGoal, Problem
 from . import keyframes
 from .rig import RigError, RigModel, chain_to_root
-from .solve import SOLVABLE_PIN_KINDS, check_pin_bones
+from .solve import SOLVABLE_PIN_KINDS, check_pin_bones, movable_bones
 
 SUFFIX = ".welman_bake"
 
@@ -145,12 +145,13 @@ class Baker:
         self.context, self.obj, self.settings = context, obj, obj.welman_ik
         self.frames = list(range(frame_start, frame_end + 1, step))
         self.frame_before = context.scene.frame_current
-        pinned = {p.bone for f in self.frames for p in pins_on(self.settings, f)}
+        pinned = {p.bone for f in self.frames for p in self._pins(f)}
         self.names = sorted(pinned | ({edit.bone} if edit is not None else set()))
         chains = {pb.name for name in self.names for pb in chain_to_root(obj.pose.bones[name])}
         self.sampler = Sampler(context.scene, obj, chains, direct)
-        roots = {pb.name for pb in obj.pose.bones if pb.parent is None}
-        self.movable = None if move_root else [pb.name for pb in obj.pose.bones if pb.name not in roots]
+        # A motion edit moves the edited bone's chain (the chain_length setting), as its drag does.
+        chain_length = self.settings.chain_length if edit is not None else 0
+        self.movable = movable_bones(obj, edit.bone if edit else "", chain_length, keep_root=not move_root)
         self.model: RigModel | None = None
         self.results: dict[int, dict] = {}  # frame -> bone -> (rotation values, location or None)
         self.max_pin_error = 0.0
@@ -162,6 +163,10 @@ class Baker:
         except Exception:
             self.abort()
             raise
+
+    def _pins(self, frame: int) -> list:
+        """The pins in force on ``frame``; an edited bone's own pins give way to the edit."""
+        return [p for p in pins_on(self.settings, frame) if self.edit is None or p.bone != self.edit.bone]
 
     def _pose(self, frame: int) -> RigModel:
         """The hinge tree, started from the animated pose on ``frame``."""
@@ -193,19 +198,23 @@ class Baker:
     def done(self) -> bool:
         return self.index >= len(self.frames)
 
+    def pin_targets(self, frame: int, model: RigModel, animated) -> list[tuple]:
+        """(pin, world target) of each pin in force on ``frame``: a follow pin where the
+        animation (``animated``: the model's forward kinematics there) puts its point."""
+        all_pins = list(self.settings.pins)
+        return [(pin, self._point(model, animated, pin.bone, pin.anchor) if pin.follow
+                 else self.fixed_goals[all_pins.index(pin)]) for pin in self._pins(frame)]
+
     def next(self) -> float:
         """Solve the next frame; returns its largest pin error [m]."""
         frame = self.frames[self.index]
         self.index += 1
         model = self._pose(frame)
         animated = model.skeleton.forward(model.q0)
-        pins = pins_on(self.settings, frame)
-        all_pins = list(self.settings.pins)
         goals = []
-        for pin in pins:
+        pins = self.pin_targets(frame, model, animated)
+        for pin, target in pins:
             joint, local = model.anchor_local(pin.bone, pin.anchor)
-            target = (self._point(model, animated, pin.bone, pin.anchor) if pin.follow
-                      else self.fixed_goals[all_pins.index(pin)])
             goals.append(PositionGoal(joint, local, target, weight=pin.weight))
         edit = self.edit
         if edit is not None:  # the edit, below the pins: they hold, it takes what is left
@@ -254,6 +263,30 @@ class Baker:
     def abort(self) -> None:
         """Leave nothing behind: the pose as the (unchanged) action gives it."""
         self.context.scene.frame_set(self.frame_before)
+
+
+def edit_motion(context, obj, edit: MotionEdit) -> Baker:
+    """Motion editing in motion: solve the edit's window with the pins in force, and write
+    it into the assigned action. Between the window and the keys around it the curves would
+    change shape, so those frames are keyed as they are."""
+    baker = Baker(context, obj, *edit.frames, 1, False, edit)
+    while not baker.done:
+        baker.next()
+    before, after = surrounding_keys(obj, *edit.frames)
+    baker.keep([*range(before, edit.frames[0]), *range(edit.frames[1] + 1, after + 1)])
+    baker.finish(in_place=True)
+    return baker
+
+
+def pins_for_edit(context, obj, bone: str, frame: int) -> list[tuple]:
+    """(pin, world target) of the pins an edit of ``bone`` on ``frame`` holds, as the edit
+    itself will: for an interactive edit's preview. The pose is left as it was."""
+    baker = Baker(context, obj, frame, frame, 1, False, MotionEdit(bone, 1.0, frame, np.zeros(3), 0))
+    try:
+        model = baker._pose(frame)
+        return baker.pin_targets(frame, model, model.skeleton.forward(model.q0))
+    finally:
+        baker.abort()
 
 
 def surrounding_keys(obj, first: int, last: int) -> tuple[int, int]:

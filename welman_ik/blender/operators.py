@@ -151,17 +151,16 @@ class WELMAN_IK_OT_unlock(LockOperator, bpy.types.Operator):
     value = False
 
 
-class WELMAN_IK_OT_drag(ArmatureOperator, bpy.types.Operator):
-    """Drag a bone with every pin, lock and limit in force (from a script: move its anchor point to a target)"""
-
-    bl_idname = "welman_ik.drag"
-    bl_label = "Drag"
+class ModalDrag:
+    """The interactive drag, shared by the drag and the motion edit: the bone under the
+    mouse (or the active bone) follows the mouse, re-solved on every event. A subclass
+    makes the session (``_start``) and says what confirming does (``_confirm``)."""
 
     # SKIP_SAVE: each drag starts from the contract's defaults, not from the last drag's values.
     bone: StringProperty(name="Bone", options={"SKIP_SAVE"},
                          description="Pose bone to move (empty: the bone under the mouse, or the active bone)")
     target: FloatVectorProperty(name="Target", size=3, subtype="TRANSLATION", unit="LENGTH", options={"SKIP_SAVE"},
-                                description="World-space goal for the anchor point")
+                                description="World-space goal of the anchor point")
     anchor: FloatProperty(name="Anchor", min=0.0, max=1.0, default=1.0, subtype="FACTOR", options={"SKIP_SAVE"},
                           description="The dragged point along the bone: 0 head, 1 tail "
                           "(interactive drags default to the middle unless this is set)")
@@ -174,25 +173,6 @@ class WELMAN_IK_OT_drag(ArmatureOperator, bpy.types.Operator):
             self.report({"ERROR"}, "No bone given and no active pose bone")
             return None
         return active.name
-
-    def execute(self, context):
-        obj = context.object
-        bone = self._bone(context)
-        if bone is None:
-            return {"CANCELLED"}
-        try:
-            figures = solve.drag(context, obj, bone, tuple(self.target), self.anchor)
-        except RigError as error:
-            self.report({"ERROR"}, str(error))
-            return {"CANCELLED"}
-        except Exception as error:  # noqa: BLE001 - a solver failure is reported, not raised
-            self.report({"ERROR"}, f"The solve failed ({type(error).__name__}: {error}); the pose is unchanged")
-            return {"CANCELLED"}
-        r = figures.result
-        text = (f"{obj.welman_ik.solver}: {r.iterations} iterations, drag error {figures.drag_error:.2e} m, "
-                f"largest pin error {figures.max_pin_error:.2e} m, {figures.milliseconds:.1f} ms")
-        self.report({"INFO"} if r.converged else {"WARNING"}, text if r.converged else "Not converged: " + text)
-        return {"FINISHED"}
 
     def invoke(self, context, event):
         in_viewport = context.region is not None and context.region.type == "WINDOW" and context.region_data
@@ -212,7 +192,7 @@ class WELMAN_IK_OT_drag(ArmatureOperator, bpy.types.Operator):
                 return {"CANCELLED"}
         anchor = self.anchor if self.properties.is_property_set("anchor") else session.DEFAULT_ANCHOR
         try:
-            self._session = session.DragSession(obj, bone, anchor, event_budget=preferences.event_budget(context))
+            self._session = self._start(context, obj, bone, anchor)
         except RigError as error:
             self.report({"ERROR"}, str(error))
             return {"CANCELLED"}
@@ -247,11 +227,10 @@ class WELMAN_IK_OT_drag(ArmatureOperator, bpy.types.Operator):
         elif event.value == "PRESS" and event.type == "TAB":
             drag.cycle_solver()
         elif event.value == "PRESS" and event.type in {"LEFTMOUSE", "RET", "NUMPAD_ENTER"}:
-            drag.confirm(context)
             # The redo panel re-runs the script form from the start pose: give it this drag.
             self.bone, self.anchor = drag.bone, drag.anchor
             self.target = tuple(drag.goal if drag.goal is not None else drag.effector())
-            return self._finish(context, {"FINISHED"})
+            return self._finish(context, self._confirm(context, drag))
         elif event.value == "PRESS" and event.type in {"RIGHTMOUSE", "ESC"}:
             drag.cancel()
             return self._finish(context, {"CANCELLED"})
@@ -270,6 +249,39 @@ class WELMAN_IK_OT_drag(ArmatureOperator, bpy.types.Operator):
             context.area.tag_redraw()
         return result
 
+
+class WELMAN_IK_OT_drag(ModalDrag, ArmatureOperator, bpy.types.Operator):
+    """Drag a bone with every pin, lock and limit in force (from a script: move its anchor point to a target)"""
+
+    bl_idname = "welman_ik.drag"
+    bl_label = "Drag"
+
+
+    def execute(self, context):
+        obj = context.object
+        bone = self._bone(context)
+        if bone is None:
+            return {"CANCELLED"}
+        try:
+            figures = solve.drag(context, obj, bone, tuple(self.target), self.anchor)
+        except RigError as error:
+            self.report({"ERROR"}, str(error))
+            return {"CANCELLED"}
+        except Exception as error:  # noqa: BLE001 - a solver failure is reported, not raised
+            self.report({"ERROR"}, f"The solve failed ({type(error).__name__}: {error}); the pose is unchanged")
+            return {"CANCELLED"}
+        r = figures.result
+        text = (f"{obj.welman_ik.solver}: {r.iterations} iterations, drag error {figures.drag_error:.2e} m, "
+                f"largest pin error {figures.max_pin_error:.2e} m, {figures.milliseconds:.1f} ms")
+        self.report({"INFO"} if r.converged else {"WARNING"}, text if r.converged else "Not converged: " + text)
+        return {"FINISHED"}
+
+    def _start(self, context, obj, bone: str, anchor: float):
+        return session.DragSession(obj, bone, anchor, event_budget=preferences.event_budget(context))
+
+    def _confirm(self, context, drag) -> set:
+        drag.confirm(context)
+        return {"FINISHED"}
 
 class WELMAN_IK_OT_detect_contacts(SelectionOperator, bpy.types.Operator):
     """Pin each selected bone in the frame ranges where it is planted (near its lowest height and slow)"""
@@ -308,25 +320,24 @@ class WELMAN_IK_OT_detect_contacts(SelectionOperator, bpy.types.Operator):
         return {"FINISHED"}
 
 
-class WELMAN_IK_OT_edit_motion(ArmatureOperator, bpy.types.Operator):
-    """Move a bone at one frame and blend the edit into the neighbouring frames, with the pins in force"""
+class WELMAN_IK_OT_edit_motion(ModalDrag, ArmatureOperator, bpy.types.Operator):
+    """Move a bone at this frame and blend the edit into the neighbouring frames, with the pins in force
+(from a script: give bone, target and frame)"""
 
     bl_idname = "welman_ik.edit_motion"
     bl_label = "Edit Motion"
 
-    bone: StringProperty(name="Bone", options={"SKIP_SAVE"}, description="Pose bone to move (empty: the active bone)")
-    target: FloatVectorProperty(name="Target", size=3, subtype="TRANSLATION", unit="LENGTH", options={"SKIP_SAVE"},
-                                description="World-space goal of the anchor point at the frame")
-    anchor: FloatProperty(name="Anchor", min=0.0, max=1.0, default=1.0, subtype="FACTOR", options={"SKIP_SAVE"})
     frame: IntProperty(name="Frame", options={"SKIP_SAVE"}, description="The edited frame (unset: the current one)")
     falloff: IntProperty(name="Falloff", min=0, options={"SKIP_SAVE"},
                          description="Frames on either side the edit blends into (unset: the armature's setting)")
 
     def execute(self, context):
         obj, scene = context.object, context.scene
-        bone = self.bone or (context.active_pose_bone.name if context.active_pose_bone else "")
-        if not bone or bone not in obj.pose.bones:
-            self.report({"ERROR"}, f"Bone '{bone}' does not exist" if bone else "No bone given and no active bone")
+        bone = self._bone(context)
+        if bone is None:
+            return {"CANCELLED"}
+        if bone not in obj.pose.bones:
+            self.report({"ERROR"}, f"Bone '{bone}' does not exist in armature '{obj.name}'")
             return {"CANCELLED"}
         frame = self.frame if self.properties.is_property_set("frame") else scene.frame_current
         falloff = self.falloff if self.properties.is_property_set("falloff") else obj.welman_ik.motion_falloff
@@ -336,20 +347,27 @@ class WELMAN_IK_OT_edit_motion(ArmatureOperator, bpy.types.Operator):
         scene.frame_set(current)
         edit = bake.MotionEdit(bone, self.anchor, frame, np.array(self.target) - start, falloff)
         try:
-            baker = bake.Baker(context, obj, *edit.frames, 1, False, edit)
-            while not baker.done:
-                baker.next()
-            # Between the window and the keys around it the curves would change shape:
-            # key those frames as they are.
-            before, after = bake.surrounding_keys(obj, *edit.frames)
-            baker.keep([*range(before, edit.frames[0]), *range(edit.frames[1] + 1, after + 1)])
-            baker.finish(in_place=True)
+            baker = bake.edit_motion(context, obj, edit)
         except RigError as error:
             self.report({"ERROR"}, str(error))
             return {"CANCELLED"}
         self.report({"INFO"}, f"Edited frames {edit.frames[0]}-{edit.frames[1]}; "
                     f"largest pin error {baker.max_pin_error:.2e} m")
         return {"FINISHED"}
+
+    # Interactive: the drag at this frame, with the pins as the edit holds them; confirming
+    # blends the edit into the neighbouring frames.
+    def _start(self, context, obj, bone: str, anchor: float):
+        frame, falloff = context.scene.frame_current, obj.welman_ik.motion_falloff
+        pins = bake.pins_for_edit(context, obj, bone, frame)
+        return session.DragSession(obj, bone, anchor, event_budget=preferences.event_budget(context), pins=pins,
+                                   keep_root=True, title=f"Welman IK edit motion, frame {frame} \u00b1 {falloff}")
+
+    def _confirm(self, context, drag) -> set:
+        drag.snapshot.restore(drag.obj)  # the edit starts from the animated pose
+        self.frame = context.scene.frame_current
+        self.falloff = context.object.welman_ik.motion_falloff
+        return self.execute(context)
 
 
 class WELMAN_IK_OT_bake(ArmatureOperator, bpy.types.Operator):

@@ -107,6 +107,12 @@ class WELMAN_IK_PT_bake(SidebarPanel, bpy.types.Panel):
             row.prop(pin, "frame_end")
             row.prop(pin, "follow", toggle=True)
         layout.operator("welman_ik.bake", icon="ACTION")
+        # Motion editing: drag the active bone at this frame; the edit blends into the
+        # neighbouring frames of the assigned action.
+        col = layout.column(align=True)
+        col.use_property_split = True
+        col.prop(settings, "motion_falloff")
+        layout.operator("welman_ik.edit_motion", icon="IPO_EASE_IN_OUT")
 
 
 CLASSES = (WELMAN_IK_UL_pins, WELMAN_IK_PT_main, WELMAN_IK_PT_pins, WELMAN_IK_PT_last_solve, WELMAN_IK_PT_bake)

@@ -56,8 +56,13 @@ class PoseSnapshot:
 class DragSession:
     """One interactive drag of one bone: ``move`` per mouse event, then ``confirm`` or ``cancel``."""
 
-    def __init__(self, obj, bone: str, anchor: float = DEFAULT_ANCHOR, event_budget: float = EVENT_BUDGET):
+    def __init__(self, obj, bone: str, anchor: float = DEFAULT_ANCHOR, event_budget: float = EVENT_BUDGET,
+                 pins: list[tuple] | None = None, keep_root: bool = False, title: str = "Welman IK"):
+        """``pins``: (pin, world target) pairs to hold (None: every active pin at its location);
+        ``keep_root``: the root bone stays where it is; ``title`` heads the header text."""
         self.obj = obj
+        self.title = title
+        self.pins, self.keep_root = pins, keep_root
         self.settings = obj.welman_ik
         self.bone = bone
         self.anchor = anchor
@@ -65,7 +70,7 @@ class DragSession:
         self.snapshot = PoseSnapshot(obj)
         s = self.settings
         self.settings_before = (s.chain_length, s.solver, tuple(getattr(s.last_solve, f) for f in LAST_SOLVE))
-        self.solver = DragSolver(obj, self.settings, bone, anchor)
+        self.solver = DragSolver(obj, self.settings, bone, anchor, pins, keep_root)
         self.goal: np.ndarray | None = None
         self.figures: Figures | None = None
         self.milliseconds: list[float] = []  # per event, solve and write
@@ -87,7 +92,7 @@ class DragSession:
     def _rebuild(self) -> None:
         """A new solver from the pose as it is now (after a change of chain or solver)."""
         goal = self.goal
-        self.solver = DragSolver(self.obj, self.settings, self.bone, self.anchor)
+        self.solver = DragSolver(self.obj, self.settings, self.bone, self.anchor, self.pins, self.keep_root)
         if goal is not None:
             self.solver.drag_goal.target = goal
 
@@ -130,9 +135,9 @@ class DragSession:
     def header(self) -> str:
         f = self.figures
         if f is None:
-            return f"Welman IK drag: {self.bone}  |  {self.settings.solver}  |  move the mouse"
+            return f"{self.title}: {self.bone}  |  {self.settings.solver}  |  move the mouse"
         return (
-            f"Welman IK: {self.settings.solver}  |  {f.result.iterations} it  |  drag {f.drag_error * 1000:.2f} mm"
+            f"{self.title}: {self.settings.solver}  |  {f.result.iterations} it  |  drag {f.drag_error * 1000:.2f} mm"
             f"  |  pins {f.max_pin_error * 1000:.3f} mm  |  {self.milliseconds[-1]:.1f} ms"
             f"  |  chain {self.settings.chain_length or 'all'}"
             "  |  Ctrl+Wheel/PgUp/PgDn chain, Tab solver, LMB/Enter confirm, RMB/Esc cancel"

@@ -44,12 +44,14 @@ def move_pins_to_bone(context, obj, bone: str) -> None:
             p.location = anchor_world(obj, obj.pose.bones[bone], p.anchor)
 
 
-def movable_bones(obj, bone: str, chain_length: int):
+def movable_bones(obj, bone: str, chain_length: int, keep_root: bool = False):
     """Names the solver may move: None for the whole body, else the dragged bone and its
-    ``chain_length - 1`` nearest ancestors."""
+    ``chain_length - 1`` nearest ancestors; ``keep_root``: never a root bone."""
     if chain_length <= 0:
-        return None
-    return [pb.name for pb in chain_to_root(obj.pose.bones[bone])[:chain_length]]
+        names = None if not keep_root else [pb.name for pb in obj.pose.bones]
+    else:
+        names = [pb.name for pb in chain_to_root(obj.pose.bones[bone])[:chain_length]]
+    return names if not keep_root else [n for n in names if obj.pose.bones[n].parent is not None]
 
 
 @dataclass
@@ -76,7 +78,10 @@ class DragSolver:
     each solve starting from the previous solution.
     """
 
-    def __init__(self, obj, settings, bone: str, anchor: float = 1.0):
+    def __init__(self, obj, settings, bone: str, anchor: float = 1.0, pins: list[tuple] | None = None,
+                 keep_root: bool = False):
+        """``pins``: (pin, world target) pairs to hold; None: every active pin, at its location.
+        ``keep_root``: the root bone stays where it is (as a motion edit keeps it)."""
         if obj is None or obj.type != "ARMATURE":
             raise RigError("The active object is not an armature")
         if obj.mode == "EDIT":
@@ -85,20 +90,21 @@ class DragSolver:
             raise RigError(f"Bone '{bone}' does not exist in armature '{obj.name}'")
         if not (0.0 <= anchor <= 1.0) or not math.isfinite(anchor):
             raise RigError(f"Anchor must be between 0 and 1, got {anchor}")
-        pins = active_pins(settings, exclude=bone)
-        check_pin_bones(obj, pins)
+        if pins is None:
+            pins = [(p, p.location) for p in active_pins(settings, exclude=bone)]
+        check_pin_bones(obj, [p for p, _ in pins])
         self.obj = obj
         self.settings = settings
         self.bone = bone
-        names = [bone] + [p.bone for p in pins]
-        self.model = RigModel(obj, names, movable_bones(obj, bone, settings.chain_length))
+        names = [bone] + [p.bone for p, _ in pins]
+        self.model = RigModel(obj, names, movable_bones(obj, bone, settings.chain_length, keep_root))
         if not self.model.moves_point(bone):
             raise RigError(f"Nothing can move bone '{bone}': it and the bones above it are locked")
         pin_priority, drag_priority = (0, 1) if settings.pins_first else (1, 0)
         self.pin_goals = []
-        for p in pins:
+        for p, target in pins:
             joint, local = self.model.anchor_local(p.bone, p.anchor)
-            target = np.array(p.location, dtype=float)
+            target = np.array(target, dtype=float)
             if not np.all(np.isfinite(target)):
                 raise RigError(f"The pin on '{p.bone}' has a location that is not a number")
             self.pin_goals.append(PositionGoal(joint, local, target, weight=p.weight, priority=pin_priority))
