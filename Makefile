@@ -32,7 +32,7 @@ test-blender: venv
 
 E2E_DEBS := blender xvfb xdotool imagemagick python3-numpy
 
-## e2e: the interactive drag in a real Blender 3.4 window (Debian packages, Xvfb, xdotool)
+## e2e: the interactive drag, motion edit and bake in a real Blender 3.4 window (Debian packages, Xvfb, xdotool)
 e2e:
 	dpkg -s $(E2E_DEBS) >/dev/null 2>&1 || { apt-get update -qq && \
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(E2E_DEBS) >/dev/null; }

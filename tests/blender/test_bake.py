@@ -317,3 +317,25 @@ def test_interactive_edit_previews_what_the_edit_does(fig_6_5):
     scene.frame_set(11)
     np.testing.assert_allclose(world_point(obj, "hand.R", 0.5), preview, atol=1e-4)
     np.testing.assert_allclose(world_point(obj, "hand.L"), hand_l, atol=1e-4)
+
+
+def test_bake_of_nla_strips_alone_goes_into_a_new_action(fig_6_5):
+    """No assigned action, the motion in an NLA strip: the bake evaluates the strip and puts
+    the baked frames into a new action on top; the strip's action is left as it was."""
+    obj = fig_6_5
+    ad = obj.animation_data
+    motion = ad.action
+    keys = _keys(obj)
+    before = _feet_and_root(obj, range(1, 22))
+    ad.nla_tracks.new().strips.new("motion", 1, motion)
+    ad.action = None
+    assert bpy.ops.welman_ik.bake(frame_start=1, frame_end=21) == {"FINISHED"}
+    assert ad.action is not None and ad.action != motion and ad.action.name == obj.name + ".welman_bake"
+    after = _feet_and_root(obj, range(1, 22))
+    for f in range(1, 22):
+        for pin in obj.welman_ik.pins:
+            if pin.enabled:
+                assert np.linalg.norm(after[f][pin.bone] - np.array(pin.location)) <= 1e-4, (f, pin.bone)
+        assert np.linalg.norm(after[f]["root"] - before[f]["root"]) <= 1e-3
+    ad.action = motion
+    assert _keys(obj) == keys

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import bpy
 import numpy as np
 
 from ..core import SOLVERS, PositionGoal, Problem
@@ -62,9 +63,10 @@ def check(obj, frame_start: int, frame_end: int, step: int, edit: MotionEdit | N
     if step < 1:
         raise RigError("The step must be at least 1 frame")
     ad = obj.animation_data
-    if ad is None or ad.action is None:
-        raise RigError(f"Armature '{obj.name}' has no action to bake")
-    if ad.action.library is not None:
+    strips = ad is not None and ad.use_nla and any(not track.mute for track in ad.nla_tracks)
+    if ad is None or (ad.action is None and (edit is not None or not strips)):
+        raise RigError(f"Armature '{obj.name}' has no action to " + ("edit" if edit is not None else "bake"))
+    if ad.action is not None and ad.action.library is not None:
         raise RigError(f"Action '{ad.action.name}' is linked from a library and cannot be baked into; "
                        "make it local first")
     check_pin_bones(obj, [p for p in obj.welman_ik.pins if p.enabled])
@@ -246,8 +248,11 @@ class Baker:
         baked = obj.animation_data.action
         if not in_place:
             original = baked
-            baked = original.copy()
-            baked.name = original.name + SUFFIX
+            if original is not None:
+                baked = original.copy()
+                baked.name = original.name + SUFFIX
+            else:  # animated by NLA strips alone: the baked frames go into a new action on top
+                baked = bpy.data.actions.new(obj.name + SUFFIX)
             keyframes.assign_action(obj, baked)
         _write_keys(obj, self.results)
         self.context.scene.frame_set(self.frame_before)

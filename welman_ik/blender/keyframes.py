@@ -68,8 +68,10 @@ def action_fcurves(obj) -> list:
     if ad is None or ad.action is None:
         return []
     action = ad.action
-    slot = getattr(ad, "action_slot", None)
-    if hasattr(action, "layers") and slot is not None:
+    if hasattr(action, "layers"):  # slotted actions: the channelbag of the object's slot
+        slot = ad.action_slot
+        if slot is None:
+            return []
         from bpy_extras import anim_utils
 
         bag = anim_utils.action_get_channelbag_for_slot(action, slot)
