@@ -39,6 +39,7 @@ e2e:
 	$(PYTHON) tests/e2e/run_e2e.py --mode dry-run,confirm,undo --output $(OUT)
 	$(PYTHON) tests/e2e/run_e2e.py --mode cancel --steps 100 --step-sleep 0.35 --output $(OUT)
 	$(PYTHON) tests/e2e/run_e2e.py --mode motion --shortcut ctrl+alt+m --output $(OUT)
+	$(PYTHON) tests/e2e/run_bake_e2e.py --mode cancel,undo --output $(OUT)
 
 # Blender 5.0 (no Action.fcurves, pose-bone selection on PoseBone): the same Blender tests.
 VENV5 := .venv-bpy5

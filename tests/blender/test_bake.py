@@ -128,6 +128,7 @@ def test_cancelled_bake_leaves_nothing(fig_6_5):
     original = obj.animation_data.action
     actions = set(bpy.data.actions)
     bpy.context.scene.frame_set(5)
+    obj.pose.bones["upper_arm.R"].rotation_quaternion = (0.9, 0.3, 0.0, 0.0)  # an edit not keyed yet
     pose = {pb.name: tuple(pb.rotation_quaternion) for pb in obj.pose.bones}
     baker = Baker(bpy.context, obj, 1, 21)
     for _ in range(7):

@@ -16,7 +16,7 @@ import numpy as np
 
 from ..core import SOLVERS, PositionGoal, Problem
 from . import keyframes
-from .rig import RigError, RigModel, chain_to_root
+from .rig import PoseSnapshot, RigError, RigModel, chain_to_root
 from .solve import SOLVABLE_PIN_KINDS, check_pin_bones, movable_bones
 
 SUFFIX = ".welman_bake"
@@ -147,6 +147,7 @@ class Baker:
         self.context, self.obj, self.settings = context, obj, obj.welman_ik
         self.frames = list(range(frame_start, frame_end + 1, step))
         self.frame_before = context.scene.frame_current
+        self.pose_before = PoseSnapshot(obj)  # unkeyed edits included
         pinned = {p.bone for f in self.frames for p in self._pins(f)}
         self.names = sorted(pinned | ({edit.bone} if edit is not None else set()))
         chains = {pb.name for name in self.names for pb in chain_to_root(obj.pose.bones[name])}
@@ -266,8 +267,9 @@ class Baker:
             self.results[frame] = {name: _channels(self.obj.pose.bones[name]) for name in self.bones}
 
     def abort(self) -> None:
-        """Leave nothing behind: the pose as the (unchanged) action gives it."""
+        """Leave nothing behind: the frame and every pose channel as they were."""
         self.context.scene.frame_set(self.frame_before)
+        self.pose_before.restore(self.obj)
 
 
 def edit_motion(context, obj, edit: MotionEdit) -> Baker:

@@ -370,6 +370,9 @@ class WELMAN_IK_OT_edit_motion(ModalDrag, ArmatureOperator, bpy.types.Operator):
         return self.execute(context)
 
 
+BAKE_SLICE = 0.1  # seconds of baking between redraws of the progress
+
+
 class WELMAN_IK_OT_bake(ArmatureOperator, bpy.types.Operator):
     """Enforce the pins through every frame of the animation, into a new action (the original is kept)"""
 
@@ -431,7 +434,7 @@ class WELMAN_IK_OT_bake(ArmatureOperator, bpy.types.Operator):
 
     def modal(self, context, event):
         baker = self._baker
-        if event.type == "ESC":
+        if event.type == "ESC" and event.value == "PRESS":
             baker.abort()
             self._end(context)
             self.report({"INFO"}, "Bake cancelled; nothing was changed")
@@ -440,7 +443,7 @@ class WELMAN_IK_OT_bake(ArmatureOperator, bpy.types.Operator):
             return {"RUNNING_MODAL"}
         try:
             started = time.perf_counter()
-            while not baker.done and time.perf_counter() - started < 0.05:
+            while not baker.done and time.perf_counter() - started < BAKE_SLICE:
                 error = baker.next()
             context.window_manager.progress_update(baker.index)
             context.workspace.status_text_set(

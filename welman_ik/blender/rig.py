@@ -112,6 +112,30 @@ class BoneChannels:
         return self.values[ROTATION_SLOTS[path]]
 
 
+class PoseSnapshot:
+    """Every pose channel of every bone, to restore bit for bit."""
+
+    CHANNELS = ("location", "rotation_quaternion", "rotation_euler", "rotation_axis_angle", "scale")
+
+    def __init__(self, obj):
+        self.values = {
+            pb.name: (pb.rotation_mode, *(tuple(getattr(pb, c)) for c in self.CHANNELS)) for pb in obj.pose.bones
+        }
+
+    def changed(self, obj) -> list[str]:
+        """Names of the bones whose channels differ from the snapshot."""
+        now = PoseSnapshot(obj).values
+        return [name for name, value in self.values.items() if now.get(name) != value]
+
+    def restore(self, obj) -> None:
+        for name in self.changed(obj):
+            pb = obj.pose.bones[name]
+            mode, *channels = self.values[name]
+            pb.rotation_mode = mode
+            for channel, value in zip(self.CHANNELS, channels):
+                setattr(pb, channel, value)
+
+
 class RigModel:
     """The hinge tree of the bones that take part in one solve, and the way back."""
 

@@ -13,7 +13,7 @@ import numpy as np
 
 from . import keyframes
 from .properties import SOLVER_ITEMS
-from .rig import RigError
+from .rig import PoseSnapshot, RigError
 from .solve import DragSolver, Figures, move_pins_to_bone, record
 
 LAST_SOLVE = ("iterations", "drag_error", "max_pin_error", "milliseconds", "converged")
@@ -27,30 +27,6 @@ def closest_point_on_ray(origin, direction, point) -> np.ndarray:
     origin, direction, point = (np.asarray(v, dtype=float) for v in (origin, direction, point))
     d = direction / np.linalg.norm(direction)
     return origin + max(0.0, float((point - origin) @ d)) * d
-
-
-class PoseSnapshot:
-    """Every pose channel of every bone, to restore bit for bit."""
-
-    CHANNELS = ("location", "rotation_quaternion", "rotation_euler", "rotation_axis_angle", "scale")
-
-    def __init__(self, obj):
-        self.values = {
-            pb.name: (pb.rotation_mode, *(tuple(getattr(pb, c)) for c in self.CHANNELS)) for pb in obj.pose.bones
-        }
-
-    def changed(self, obj) -> list[str]:
-        """Names of the bones whose channels differ from the snapshot."""
-        now = PoseSnapshot(obj).values
-        return [name for name, value in self.values.items() if now.get(name) != value]
-
-    def restore(self, obj) -> None:
-        for name in self.changed(obj):
-            pb = obj.pose.bones[name]
-            mode, *channels = self.values[name]
-            pb.rotation_mode = mode
-            for channel, value in zip(self.CHANNELS, channels):
-                setattr(pb, channel, value)
 
 
 class DragSession:
