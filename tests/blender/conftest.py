@@ -40,6 +40,12 @@ def world_point(obj, bone: str, anchor: float = 1.0) -> np.ndarray:
     return np.array(obj.matrix_world @ (pb.head + anchor * (pb.tail - pb.head)))
 
 
+def rotation_angle(a, b) -> float:
+    """The angle [rad, 0..pi] of the rotation between quaternions ``a`` and ``b``, whichever
+    sign either has."""
+    return float(2.0 * np.arccos(min(1.0, abs(a.normalized().dot(b.normalized())))))
+
+
 def pin_errors(obj) -> dict:
     """Distance [m] of every enabled pin's point from its goal, from the evaluated pose."""
     return {

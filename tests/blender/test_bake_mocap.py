@@ -9,7 +9,7 @@ import bpy
 import numpy as np
 import pytest
 import scenes
-from conftest import FIXTURES, world_point
+from conftest import FIXTURES, rotation_angle, world_point
 
 ANKLES = ("LeftAnkle", "RightAnkle")
 FRAMES = (1, 200)
@@ -74,15 +74,19 @@ def test_plants_stop_sliding(baked_mocap):
 
 
 def test_no_pops(baked_mocap):
-    """The largest bone rotation between neighbouring frames stays within a small factor of
-    the source animation's own."""
+    """Each bone's largest rotation between neighbouring frames stays within a small factor
+    of the source animation's own for that bone."""
     _, before, after = baked_mocap
+    frames = sorted(before)
 
-    def largest_step(samples):
-        frames = sorted(samples)
-        return max(
-            samples[a]["rotations"][n].rotation_difference(samples[b]["rotations"][n]).angle
-            for a, b in itertools.pairwise(frames) for n in samples[a]["rotations"]
-        )
+    def largest_step(samples, name):
+        return max(rotation_angle(samples[a]["rotations"][name], samples[b]["rotations"][name])
+                   for a, b in itertools.pairwise(frames))
 
-    assert largest_step(after) <= 2.0 * largest_step(before)
+    ratios = {}
+    for name in before[frames[0]]["rotations"]:
+        source, baked = largest_step(before, name), largest_step(after, name)
+        assert baked <= 2.0 * source + 0.01, (name, source, baked)
+        ratios[name] = baked / max(source, 1e-9)
+    worst = max(ratios, key=ratios.get)
+    print(f"\nlargest per-frame rotation, baked over source: at most {ratios[worst]:.3f} ({worst})")
