@@ -134,6 +134,9 @@ def test_cancelled_bake_leaves_nothing(fig_6_5):
     baker = Baker(bpy.context, obj, 1, 21)
     for _ in range(7):
         baker.next()
+    baker.show_start()  # between the slices of a modal bake the viewport shows the pose as it was
+    assert {pb.name: tuple(pb.rotation_quaternion) for pb in obj.pose.bones} == pose
+    baker.next()
     baker.abort()
     assert set(bpy.data.actions) == actions
     assert obj.animation_data.action == original

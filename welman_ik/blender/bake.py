@@ -266,6 +266,12 @@ class Baker:
             self.sampler.apply(frame)
             self.results[frame] = {name: _channels(self.obj.pose.bones[name]) for name in self.bones}
 
+    def show_start(self) -> None:
+        """Between slices of a modal bake: the pose as it was, rather than the last frame
+        sampled (a scene-sampled bake shows the frames it bakes, as Blender's own does)."""
+        if self.sampler.direct:
+            self.pose_before.restore(self.obj)
+
     def abort(self) -> None:
         """Leave nothing behind: the frame and every pose channel as they were."""
         self.context.scene.frame_set(self.frame_before)

@@ -445,6 +445,7 @@ class WELMAN_IK_OT_bake(ArmatureOperator, bpy.types.Operator):
             started = time.perf_counter()
             while not baker.done and time.perf_counter() - started < BAKE_SLICE:
                 error = baker.next()
+            baker.show_start()
             context.window_manager.progress_update(baker.index)
             context.workspace.status_text_set(
                 f"Welman IK bake: frame {baker.frames[baker.index - 1]} ({baker.index}/{len(baker.frames)}), "
