@@ -7,7 +7,7 @@ import itertools
 import bpy
 import numpy as np
 import pytest
-from conftest import drag, rotation_angle, world_point
+from conftest import drag, pin_errors, rotation_angle, world_point
 
 from welman_ik.blender import keyframes
 
@@ -153,6 +153,7 @@ def test_baked_action_survives_save_and_reload(fig_6_5, tmp_path):
     obj = bpy.data.objects[object_name]
     assert obj.animation_data.action.name == name
     assert _keys(obj) == keys
+    assert "metarigAction" in bpy.data.actions  # the original is kept in the file too
 
 
 def test_bake_refuses_a_pin_on_a_missing_bone(fig_6_5):
@@ -267,7 +268,7 @@ def test_bake_evaluates_nla_strips(fig_6_5):
         assert np.linalg.norm(after[f]["root"] - before[f]["root"]) <= 1e-3
 
 
-@pytest.mark.parametrize("change", ["nla", "constraint", "driver", "object"])
+@pytest.mark.parametrize("change", ["nla", "constraint", "driver", "object", "time remapping"])
 def test_anything_beyond_plain_fcurves_is_sampled_by_the_scene(fig_6_5, change):
     from welman_ik.blender.bake import direct_sampling
 
@@ -279,6 +280,8 @@ def test_anything_beyond_plain_fcurves_is_sampled_by_the_scene(fig_6_5, change):
         obj.pose.bones["hand.R"].constraints.new("COPY_ROTATION")
     elif change == "driver":
         obj.pose.bones["hand.R"].driver_add("location", 0)
+    elif change == "time remapping":
+        bpy.context.scene.render.frame_map_new = 50
     else:
         obj.keyframe_insert("location", frame=1)
     assert not direct_sampling(obj)
@@ -334,13 +337,85 @@ def test_bake_of_nla_strips_alone_goes_into_a_new_action(fig_6_5):
     before = _feet_and_root(obj, range(1, 22))
     ad.nla_tracks.new().strips.new("motion", 1, motion)
     ad.action = None
-    assert bpy.ops.welman_ik.bake(frame_start=1, frame_end=21) == {"FINISHED"}
+    assert bpy.ops.welman_ik.bake(frame_start=5, frame_end=15) == {"FINISHED"}
     assert ad.action is not None and ad.action != motion and ad.action.name == obj.name + ".welman_bake"
     after = _feet_and_root(obj, range(1, 22))
-    for f in range(1, 22):
+    for f in (*range(1, 5), *range(16, 22)):  # outside the baked range the strip shows as it was
+        for name, point in before[f].items():
+            assert np.linalg.norm(after[f][name] - point) <= 1e-6, (f, name)
+    for f in range(5, 16):
         for pin in obj.welman_ik.pins:
             if pin.enabled:
                 assert np.linalg.norm(after[f][pin.bone] - np.array(pin.location)) <= 1e-4, (f, pin.bone)
         assert np.linalg.norm(after[f]["root"] - before[f]["root"]) <= 1e-3
     ad.action = motion
     assert _keys(obj) == keys
+
+
+@pytest.mark.parametrize("operation", ["bake", "edit"])
+def test_motion_outside_the_range_keeps_its_shape(fig_6_5, operation):
+    """Bezier keys beyond the range (here at 41 and 61) keep their interpolation: the motion
+    after the baked or edited frames is the same as before, and no key lands elsewhere."""
+    obj = fig_6_5
+    scene = bpy.context.scene
+    for frame, lowered in ((41, False), (61, True)):  # two more keys: rest, lowered
+        source = 1 if not lowered else 21
+        scene.frame_set(source)
+        for pb in obj.pose.bones:
+            pb.keyframe_insert(keyframes.rotation_path(pb), frame=frame, group=pb.name)
+            pb.keyframe_insert("location", frame=frame, group=pb.name)
+    outside = range(22, 62)
+    bones = ("shin.L", "hand.R", "spine")
+    before = {}
+    for f in outside:
+        scene.frame_set(f)
+        before[f] = {b: world_point(obj, b) for b in bones}
+    key_frames = {round(k.co[0]) for fc in keyframes.action_fcurves(obj) for k in fc.keyframe_points}
+    scene.frame_set(30)  # a current frame outside the range: no key may land on it
+    if operation == "bake":
+        assert bpy.ops.welman_ik.bake(frame_start=5, frame_end=15) == {"FINISHED"}
+        allowed = key_frames | set(range(5, 16))
+    else:
+        target = tuple(before[22]["hand.R"])  # any move will do
+        assert bpy.ops.welman_ik.edit_motion(bone="hand.R", target=target, frame=11, falloff=4) == {"FINISHED"}
+        allowed = key_frames | set(range(1, 22))
+    for f in outside:
+        scene.frame_set(f)
+        for b in bones:
+            assert np.linalg.norm(world_point(obj, b) - before[f][b]) <= 1e-6, (f, b)
+    now = {round(k.co[0]) for fc in keyframes.action_fcurves(obj) for k in fc.keyframe_points}
+    assert now <= allowed and 30 not in now
+
+
+def test_a_pin_out_of_force_leaves_its_bone_to_the_animation(fig_6_5):
+    """The left foot's pins end at frame 10: from frame 11 the left leg follows its own
+    animation exactly, while the right foot still holds."""
+    obj = fig_6_5
+    scene = bpy.context.scene
+    animated = {}
+    for f in range(1, 22):
+        scene.frame_set(f)
+        animated[f] = world_point(obj, "toe.L")
+    for pin in obj.welman_ik.pins:
+        if pin.bone.endswith(".L"):
+            pin.frame_start, pin.frame_end = 1, 10
+    assert bpy.ops.welman_ik.bake(frame_start=1, frame_end=21) == {"FINISHED"}
+    for f in range(11, 22):
+        scene.frame_set(f)
+        assert np.linalg.norm(world_point(obj, "toe.L") - animated[f]) <= 1e-6, f
+        assert pin_errors(obj)["toe.R"] <= 1e-4
+
+
+def test_bake_refuses_nla_tweak_mode(fig_6_5):
+    obj = fig_6_5
+    ad = obj.animation_data
+    strip = ad.nla_tracks.new().strips.new("motion", 1, ad.action)
+    ad.action = None
+    strip.select = True
+    ad.nla_tracks[0].select = True
+    ad.use_tweak_mode = True
+    assert ad.use_tweak_mode
+    actions = set(bpy.data.actions)
+    with pytest.raises(RuntimeError, match="tweak mode"):
+        bpy.ops.welman_ik.bake(frame_start=1, frame_end=21)
+    assert set(bpy.data.actions) == actions

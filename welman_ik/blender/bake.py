@@ -66,6 +66,8 @@ def check(obj, frame_start: int, frame_end: int, step: int, edit: MotionEdit | N
     strips = ad is not None and ad.use_nla and any(not track.mute for track in ad.nla_tracks)
     if ad is None or (ad.action is None and (edit is not None or not strips)):
         raise RigError(f"Armature '{obj.name}' has no action to " + ("edit" if edit is not None else "bake"))
+    if ad.use_tweak_mode:
+        raise RigError("Leave NLA tweak mode first: the bake works on the armature's own action")
     if ad.action is not None and ad.action.library is not None:
         raise RigError(f"Action '{ad.action.name}' is linked from a library and cannot be baked into; "
                        "make it local first")
@@ -94,6 +96,9 @@ def direct_sampling(obj) -> bool:
         return False
     if ad.action_influence != 1.0 or ad.action_blend_type != "REPLACE" or len(ad.drivers):
         return False
+    render = obj.users_scene[0].render if obj.users_scene else None
+    if render is not None and render.frame_map_old != render.frame_map_new:  # time remapping
+        return False
     data = obj.data.animation_data
     if data is not None and (data.action is not None or len(data.drivers)):
         return False
@@ -115,8 +120,8 @@ class Sampler:
         if self.direct:
             for curve in keyframes.action_fcurves(obj):
                 owner, _, prop = curve.data_path.rpartition(".")
-                if curve.mute or prop not in POSE_CHANNELS:
-                    continue
+                if curve.mute or prop not in POSE_CHANNELS or not (len(curve.keyframe_points) or curve.modifiers):
+                    continue  # Blender skips muted curves and empty ones
                 name = owner[len('pose.bones["'):-len('"]')]
                 if name in obj.pose.bones and (bones is None or name in bones):
                     channels.setdefault((name, prop), []).append((curve.array_index, curve))
@@ -160,7 +165,7 @@ class Baker:
         self.max_pin_error = 0.0
         self.bones: set[str] = set()  # every bone a solve has written
         self.index = 0
-        self._previous = None  # (model, animated q, solved q) of the last frame
+        self._previous = None  # (model layout, animated q, solved q) of the last frame
         try:
             self.fixed_goals = self._fixed_goals()
         except Exception:
@@ -215,27 +220,32 @@ class Baker:
         model = self._pose(frame)
         animated = model.skeleton.forward(model.q0)
         goals = []
-        pins = self.pin_targets(frame, model, animated)
-        for pin, target in pins:
-            joint, local = model.anchor_local(pin.bone, pin.anchor)
-            goals.append(PositionGoal(joint, local, target, weight=pin.weight))
         edit = self.edit
-        if edit is not None:  # the edit, below the pins: they hold, it takes what is left
+        # An edit is prioritised as its drag is: below the pins (they hold, it takes what is
+        # left), or with pins_first off, above them.
+        pin_priority, edit_priority = (0, 1) if edit is None or self.settings.pins_first else (1, 0)
+        for pin, target in self.pin_targets(frame, model, animated):
+            joint, local = model.anchor_local(pin.bone, pin.anchor)
+            goals.append(PositionGoal(joint, local, target, weight=pin.weight, priority=pin_priority))
+        if edit is not None:
             joint, local = model.anchor_local(edit.bone, edit.anchor)
             target = self._point(model, animated, edit.bone, edit.anchor) + edit.weight(frame) * edit.displacement
-            goals.append(PositionGoal(joint, local, target, priority=1 if pins else 0))
-        # Continuity: start from the last frame's solution moved by the animation's own change.
+            goals.append(PositionGoal(joint, local, target, priority=edit_priority))
+        # Continuity: start from the last frame's solution moved by the animation's own
+        # change; joints that move no goal on this frame (a pin no longer in force) start,
+        # and stay, where the animation puts them.
         q_start = model.q0
-        if self._previous is not None and self._previous[0] is model:
+        if self._previous is not None and self._previous[0] == model.layout and goals:
             _, animated_before, solved_before = self._previous
-            q_start = solved_before + (model.q0 - animated_before)
+            moving = model.skeleton.ancestors[[g.joint[0] for g in goals]].any(axis=0)
+            q_start = np.where(moving, solved_before + (model.q0 - animated_before), model.q0)
         s = self.settings
         problem = Problem(model.skeleton, goals, tolerance=s.tolerance, max_iterations=s.max_iterations,
                           damping=s.damping)
         result = SOLVERS[s.solver](problem, q_start)
         if not np.all(np.isfinite(result.q)):
             raise RigError(f"The solver failed on frame {frame} (non-finite result)")
-        self._previous = (model, model.q0.copy(), result.q.copy())
+        self._previous = (model.layout, model.q0.copy(), result.q.copy())
         self.results[frame] = model.channels(result.q)
         self.bones.update(model.bones)
         error = float(result.errors.max(initial=0.0))
@@ -252,8 +262,11 @@ class Baker:
             if original is not None:
                 baked = original.copy()
                 baked.name = original.name + SUFFIX
-            else:  # animated by NLA strips alone: the baked frames go into a new action on top
+                original.use_fake_user = True  # kept in the file, though no longer assigned
+            else:  # animated by NLA strips alone: the baked frames go into a new action on top,
+                # which leaves the strips to show outside the baked range
                 baked = bpy.data.actions.new(obj.name + SUFFIX)
+                obj.animation_data.action_extrapolation = "NOTHING"
             keyframes.assign_action(obj, baked)
         _write_keys(obj, self.results)
         self.context.scene.frame_set(self.frame_before)
@@ -283,10 +296,16 @@ def edit_motion(context, obj, edit: MotionEdit) -> Baker:
     it into the assigned action. Between the window and the keys around it the curves would
     change shape, so those frames are keyed as they are."""
     baker = Baker(context, obj, *edit.frames, 1, False, edit)
-    while not baker.done:
-        baker.next()
+    try:
+        while not baker.done:
+            baker.next()
+    except Exception:
+        baker.abort()
+        raise
     before, after = surrounding_keys(obj, *edit.frames)
-    baker.keep([*range(before, edit.frames[0]), *range(edit.frames[1] + 1, after + 1)])
+    # The keys at ``before`` and ``after`` stay as they are (their outer handles shape the
+    # motion beyond them); the frames between them and the window are keyed as they were.
+    baker.keep([*range(before + 1, edit.frames[0]), *range(edit.frames[1] + 1, after)])
     baker.finish(in_place=True)
     return baker
 
@@ -303,10 +322,10 @@ def pins_for_edit(context, obj, bone: str, frame: int) -> list[tuple]:
 
 
 def surrounding_keys(obj, first: int, last: int) -> tuple[int, int]:
-    """The nearest keyed frames of the object's action at or before ``first`` and at or
-    after ``last`` (``first`` / ``last`` themselves when there are none)."""
+    """The nearest keyed frames of the object's action before ``first`` and after ``last``
+    (``first`` / ``last`` themselves when there are none)."""
     frames = {round(k.co[0]) for curve in keyframes.action_fcurves(obj) for k in curve.keyframe_points}
-    return max((f for f in frames if f <= first), default=first), min((f for f in frames if f >= last), default=last)
+    return max((f for f in frames if f < first), default=first), min((f for f in frames if f > last), default=last)
 
 
 def _channels(pose_bone) -> tuple:
@@ -314,9 +333,19 @@ def _channels(pose_bone) -> tuple:
     return path, tuple(getattr(pose_bone, path)), tuple(pose_bone.location) if pose_bone.parent is None else None
 
 
+# Per-key fields put back on the keys kept outside a baked range, with their widths.
+KEY_FIELDS = {"co": 2, "handle_left": 2, "handle_right": 2, "interpolation": 1, "handle_left_type": 1,
+              "handle_right_type": 1, "easing": 1, "type": 1, "back": 1, "amplitude": 1, "period": 1}
+ENUM_FIELDS = {"interpolation", "handle_left_type", "handle_right_type", "easing", "type"}
+FREE_HANDLE = 0  # the 'FREE' item of Keyframe.handle_left_type / handle_right_type
+AUTO_CLAMPED_HANDLE = 4
+
+
 def _write_keys(obj, results: dict) -> None:
     """Baked values on every baked frame, in bulk: existing keys of a baked channel inside
-    the range are replaced, keys outside it are kept."""
+    the range are replaced by linear keys; keys outside it are kept as they were (handles,
+    interpolation and all), and the nearest kept key on either side gets free handles where
+    they were, so the curve outside the range keeps its shape."""
     frames = sorted(results)
     first, last = frames[0], frames[-1]
     columns: dict[tuple[str, int], list] = {}
@@ -330,10 +359,31 @@ def _write_keys(obj, results: dict) -> None:
     for (data_path, index), points in columns.items():
         name = data_path.split('"')[1]
         curve = keyframes.ensure_fcurve(obj, data_path, index, group=name)
-        kept = [(k.co[0], k.co[1]) for k in curve.keyframe_points if not first <= k.co[0] <= last]
-        merged = sorted(kept + points)
-        curve.keyframe_points.clear()
-        curve.keyframe_points.add(len(merged))
-        curve.keyframe_points.foreach_set("co", [c for point in merged for c in point])
-        curve.keyframe_points.foreach_set("interpolation", [keyframes.LINEAR] * len(merged))
+        keys = curve.keyframe_points
+        old = {}
+        for field, width in KEY_FIELDS.items():
+            old[field] = np.empty(len(keys) * width)
+            keys.foreach_get(field, old[field])
+            old[field] = old[field].reshape(len(keys), width)
+        at = old["co"][:, 0]
+        before, after = np.flatnonzero(at < first), np.flatnonzero(at > last)
+        if before.size:  # the segment before the range keeps its shape
+            old["handle_right_type"][before[-1]] = FREE_HANDLE
+            old["handle_left_type"][before[-1]] = FREE_HANDLE
+        if after.size:
+            old["handle_left_type"][after[0]] = FREE_HANDLE
+            old["handle_right_type"][after[0]] = FREE_HANDLE
+        kept = np.concatenate([before, after])
+        new = {field: np.zeros((len(points), width)) for field, width in KEY_FIELDS.items()}
+        new["co"] = np.array(points, dtype=float)
+        new["handle_left"] = new["handle_right"] = new["co"]
+        new["interpolation"][:] = keyframes.LINEAR
+        new["handle_left_type"][:] = new["handle_right_type"][:] = AUTO_CLAMPED_HANDLE
+        merged = {field: np.concatenate([old[field][kept], new[field]]) for field in KEY_FIELDS}
+        order = np.argsort(merged["co"][:, 0], kind="stable")
+        keys.clear()
+        keys.add(len(order))
+        for field in KEY_FIELDS:
+            values = merged[field][order].ravel()
+            keys.foreach_set(field, values.astype(int) if field in ENUM_FIELDS else values)
         curve.update()

@@ -53,13 +53,15 @@ def assign_action(obj, action) -> None:
 
 
 def ensure_fcurve(obj, data_path: str, index: int, group: str):
-    """The F-curve of the object's action for one channel, created (in channel group
+    """The F-curve of the object's action for one channel, created empty (in channel group
     ``group``) if missing."""
     for curve in action_fcurves(obj):
         if curve.data_path == data_path and curve.array_index == index:
             return curve
     obj.keyframe_insert(data_path, index=index, group=group)
-    return next(c for c in action_fcurves(obj) if c.data_path == data_path and c.array_index == index)
+    curve = next(c for c in action_fcurves(obj) if c.data_path == data_path and c.array_index == index)
+    curve.keyframe_points.clear()  # the key keyframe_insert made at the scene's frame
+    return curve
 
 
 def action_fcurves(obj) -> list:

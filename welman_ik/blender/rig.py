@@ -52,13 +52,16 @@ def bone_quaternion(pose_bone) -> Quaternion:
     return pose_bone.rotation_euler.to_quaternion()
 
 
-def bone_euler(pose_bone, order: str = HINGE_ORDER) -> Euler:
-    """The bone's rotation as Euler angles in ``order`` (its hinge order)."""
+def bone_euler(pose_bone, order: str = HINGE_ORDER, compatible: Euler | None = None) -> Euler:
+    """The bone's rotation as Euler angles in ``order`` (its hinge order); with
+    ``compatible``, the equivalent angles closest to those."""
     if pose_bone.rotation_mode == order:
         return pose_bone.rotation_euler.copy()
     if pose_bone.rotation_mode in EULER_ORDERS:
-        return pose_bone.rotation_euler.to_matrix().to_euler(order)
-    return bone_quaternion(pose_bone).to_euler(order)
+        rotation = pose_bone.rotation_euler.to_matrix()
+    else:
+        rotation = bone_quaternion(pose_bone)
+    return rotation.to_euler(order, compatible) if compatible is not None else rotation.to_euler(order)
 
 
 def _np(m: Matrix) -> np.ndarray:
@@ -231,13 +234,18 @@ class RigModel:
 
     # -- reading the pose ------------------------------------------------------------
 
-    def _read(self) -> np.ndarray:
-        """Joint values of the pose bones' current channels."""
+    def _read(self, near: np.ndarray | None = None) -> np.ndarray:
+        """Joint values of the pose bones' current channels; with ``near``, a quaternion's
+        Euler angles are the ones closest to those values (no jumps between equivalent
+        angles from one frame to the next)."""
         pose_bones = self.object.pose.bones
         q = np.empty(self.skeleton.size)
         for name, b in self.bones.items():
             pb = pose_bones[name]
-            euler = bone_euler(pb, b.order)
+            compatible = None
+            if near is not None:
+                compatible = Euler([float(near[b.hinges[a]]) for a in AXES], b.order)
+            euler = bone_euler(pb, b.order, compatible)
             for letter, j in b.hinges.items():
                 q[j] = euler[AXES.index(letter)]
             for letter, j in b.slides.items():
@@ -267,8 +275,13 @@ class RigModel:
             return False
         if not np.array_equal(_np(self.object.matrix_world), self.skeleton.base):
             return False
-        self._start(self._read())
+        self._start(self._read(near=self.q0))
         return True
+
+    @property
+    def layout(self) -> tuple:
+        """What the joints stand for: two models with the same layout number them alike."""
+        return tuple((name, b.order, tuple(b.hinges.items()), tuple(b.slides.items())) for name, b in self.bones.items())
 
     # -- goals ---------------------------------------------------------------------
 
