@@ -387,10 +387,12 @@ def test_motion_outside_the_range_keeps_its_shape(fig_6_5, operation):
     assert now <= allowed and 30 not in now
 
 
-def test_a_pin_out_of_force_leaves_its_bone_to_the_animation(fig_6_5):
-    """The left foot's pins end at frame 10: from frame 11 the left leg follows its own
-    animation exactly, while the right foot still holds."""
+def test_a_pin_out_of_force_eases_its_bone_back_to_the_animation(fig_6_5):
+    """The left foot's pins end at frame 10: over the next ``motion_falloff`` (5) frames the
+    left leg eases back onto its own animation, without a jump, and follows it exactly
+    after that; the right foot holds throughout."""
     obj = fig_6_5
+    obj.welman_ik.motion_falloff = 5
     scene = bpy.context.scene
     animated = {}
     for f in range(1, 22):
@@ -400,10 +402,16 @@ def test_a_pin_out_of_force_leaves_its_bone_to_the_animation(fig_6_5):
         if pin.bone.endswith(".L"):
             pin.frame_start, pin.frame_end = 1, 10
     assert bpy.ops.welman_ik.bake(frame_start=1, frame_end=21) == {"FINISHED"}
-    for f in range(11, 22):
+    offset = {}
+    for f in range(10, 22):
         scene.frame_set(f)
-        assert np.linalg.norm(world_point(obj, "toe.L") - animated[f]) <= 1e-6, f
+        offset[f] = world_point(obj, "toe.L") - animated[f]
         assert pin_errors(obj)["toe.R"] <= 1e-4
+    assert np.linalg.norm(offset[10]) > 0.01  # the pin held the foot away from its path
+    for f in range(16, 22):
+        assert np.linalg.norm(offset[f]) <= 1e-6, f
+    steps = [np.linalg.norm(offset[f + 1] - offset[f]) for f in range(10, 16)]
+    assert max(steps) <= 0.5 * np.linalg.norm(offset[10])  # eased, not dropped at once
 
 
 def test_bake_refuses_nla_tweak_mode(fig_6_5):

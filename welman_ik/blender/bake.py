@@ -20,6 +20,7 @@ from .rig import PoseSnapshot, RigError, RigModel, chain_to_root
 from .solve import SOLVABLE_PIN_KINDS, check_pin_bones, movable_bones
 
 SUFFIX = ".welman_bake"
+ACTIVE, RELEASED = -1, 1 << 30  # a joint's frames since its last goal: moving one now, long ago
 
 
 def pins_on(settings, frame: int) -> list:
@@ -165,7 +166,7 @@ class Baker:
         self.max_pin_error = 0.0
         self.bones: set[str] = set()  # every bone a solve has written
         self.index = 0
-        self._previous = None  # (model layout, animated q, solved q) of the last frame
+        self._previous = None  # (model layout, animated q, solved q, release state) of the last frame
         try:
             self.fixed_goals = self._fixed_goals()
         except Exception:
@@ -231,21 +232,34 @@ class Baker:
             joint, local = model.anchor_local(edit.bone, edit.anchor)
             target = self._point(model, animated, edit.bone, edit.anchor) + edit.weight(frame) * edit.displacement
             goals.append(PositionGoal(joint, local, target, priority=edit_priority))
-        # Continuity: start from the last frame's solution moved by the animation's own
-        # change; joints that move no goal on this frame (a pin no longer in force) start,
-        # and stay, where the animation puts them.
-        q_start = model.q0
-        if self._previous is not None and self._previous[0] == model.layout and goals:
-            _, animated_before, solved_before = self._previous
+        # Continuity: each joint that moves a goal starts from the last frame's solution
+        # moved by the animation's own change (the last frame's correction carried over).
+        # A joint that moves no goal any more (its pin ended) lets its correction go over
+        # ``motion_falloff`` frames, easing back onto the animation instead of jumping.
+        size = model.skeleton.size
+        moving = np.zeros(size, dtype=bool)
+        if goals:
             moving = model.skeleton.ancestors[[g.joint[0] for g in goals]].any(axis=0)
-            q_start = np.where(moving, solved_before + (model.q0 - animated_before), model.q0)
+        held, age = np.zeros(size), np.full(size, RELEASED)
+        if self._previous is not None and self._previous[0] == model.layout:
+            _, animated_before, solved_before, held_before, age_before = self._previous
+            correction = solved_before - animated_before
+            released = age_before == ACTIVE
+            held = np.where(released, correction, held_before)
+            age = np.where(released, 1, np.minimum(age_before + 1, RELEASED))
+            falloff = max(self.settings.motion_falloff, 0)
+            weight = np.where(age <= falloff, 0.5 * (1.0 + np.cos(np.pi * age / (falloff + 1))), 0.0)
+            q_start = model.q0 + np.where(moving, correction, weight * held)
+        else:
+            q_start = model.q0
+        age = np.where(moving, ACTIVE, age)
         s = self.settings
         problem = Problem(model.skeleton, goals, tolerance=s.tolerance, max_iterations=s.max_iterations,
                           damping=s.damping)
         result = SOLVERS[s.solver](problem, q_start)
         if not np.all(np.isfinite(result.q)):
             raise RigError(f"The solver failed on frame {frame} (non-finite result)")
-        self._previous = (model.layout, model.q0.copy(), result.q.copy())
+        self._previous = (model.layout, model.q0.copy(), result.q.copy(), held, age)
         self.results[frame] = model.channels(result.q)
         self.bones.update(model.bones)
         error = float(result.errors.max(initial=0.0))

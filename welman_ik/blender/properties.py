@@ -116,7 +116,8 @@ class WELMAN_IK_Settings(bpy.types.PropertyGroup):
     )
     motion_falloff: IntProperty(
         name="Falloff", min=0, soft_max=100, default=10,
-        description="Edit Motion: an edit blends into this many frames on either side",
+        description="Frames an edit blends into on either side (Edit Motion), and over which a bake eases a "
+                    "bone back onto its animation when its pin ends",
     )
     pins: CollectionProperty(type=WELMAN_IK_Pin)
     active_pin_index: IntProperty(name="Active Pin", default=0)
