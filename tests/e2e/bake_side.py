@@ -38,21 +38,21 @@ from __future__ import annotations
 
 import argparse
 import gc
-import json
 import os
 import sys
 import time
-import traceback
 
 import bpy
-from mathutils import Vector
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import blender_common as common
+from blender_common import write_json
 
 STARTED = time.time()
 TICK = 0.05  # seconds between timer ticks
 SUFFIX = ".welman_bake"  # the name the bake gives its new action: <original> + SUFFIX
 FEET = ("toe.L", "toe.R", "heel.02.L", "heel.02.R")
 PELVIS = "spine"  # the root bone; its head is the pelvis
-CHANNELS = ("location", "rotation_quaternion", "rotation_euler", "rotation_axis_angle", "scale")
 
 
 def parse_args():
@@ -71,22 +71,7 @@ def parse_args():
 
 ARGS = parse_args()
 WORKDIR = ARGS.workdir
-# Before the splash is shown (it is shown after the --python scripts run), and no
-# "save changes?" dialog on quit.
-bpy.context.preferences.view.show_splash = False
-bpy.context.preferences.view.use_save_prompt = False
-bpy.context.preferences.view.smooth_view = 0
-bpy.context.preferences.filepaths.temporary_directory = ARGS.workdir  # quit.blend goes there, not /tmp
-
-
-# --------------------------------------------------------------------------- files
-
-
-def write_json(name: str, data) -> None:
-    path = os.path.join(WORKDIR, name)
-    with open(path + ".tmp", "w") as f:
-        json.dump(data, f, indent=1, default=repr)
-    os.replace(path + ".tmp", path)  # the driver never reads half a file
+common.prepare(WORKDIR)
 
 
 # --------------------------------------------------------------------------- state
@@ -155,13 +140,7 @@ def _count_view_draw():
 
 
 def find_view3d():
-    window = bpy.context.window_manager.windows[0]
-    areas = [a for a in window.screen.areas if a.type == "VIEW_3D"]
-    if not areas:
-        raise RuntimeError("no 3D viewport in the window")
-    area = max(areas, key=lambda a: a.width * a.height)
-    S.window, S.area = window, area
-    S.region = next(r for r in area.regions if r.type == "WINDOW")
+    S.window, S.area, S.region, _ = common.view3d()
 
 
 def override():
@@ -191,25 +170,6 @@ def action_keys(obj) -> dict:
         fc.keyframe_points.foreach_get("co", co)
         out[f"{fc.data_path}[{fc.array_index}]"] = co
     return out
-
-
-def pose_channels(obj) -> dict:
-    return {pb.name: [pb.rotation_mode] + [list(getattr(pb, c)) for c in CHANNELS] for pb in obj.pose.bones}
-
-
-def changed_bones(obj) -> list:
-    now = pose_channels(obj)
-    return sorted(name for name, value in S.pose_before.items() if now.get(name) != value)
-
-
-def channels(obj) -> dict:
-    return {pb.name: tuple(tuple(getattr(pb, c)) for c in CHANNELS) for pb in obj.pose.bones}
-
-
-def set_channels(obj, values: dict) -> None:
-    for pb in obj.pose.bones:
-        for c, value in zip(CHANNELS, values[pb.name]):
-            setattr(pb, c, value)
 
 
 def bakers(collect: bool = False) -> list:
@@ -255,22 +215,10 @@ def rect(r) -> dict:
 def step_setup():
     find_view3d()
     S.handle = bpy.types.SpaceView3D.draw_handler_add(_count_view_draw, (), "WINDOW", "POST_PIXEL")
-    if ARGS.root not in sys.path:
-        sys.path.insert(0, ARGS.root)
-    import addon_utils
-
-    import welman_ik
-
-    welman_ik.register()
+    common.load_addon(ARGS.root)
     bpy.utils.register_class(E2E_OT_bake_probe)
-    addon_utils.enable("rigify", default_set=True)
     with override():
-        for ob in list(bpy.data.objects):
-            bpy.data.objects.remove(ob)
-        bpy.ops.object.armature_basic_human_metarig_add()
-        obj = bpy.context.view_layer.objects.active
-        obj.show_in_front = True
-        bpy.ops.object.mode_set(mode="POSE")
+        obj = common.new_metarig()
         build_animation(obj)
         bpy.ops.view3d.view_axis(type="FRONT")
         bpy.ops.view3d.view_all()
@@ -286,7 +234,7 @@ def step_setup():
 def build_animation(obj):
     """Pins on the feet; keys every ``--key-every`` frames, alternately at rest and with the
     pelvis ``--drop`` lower (as ``scripts/bench_bake.py`` builds it)."""
-    from welman_ik.blender import keyframes, selection
+    from welman_ik.blender import selection
 
     scene = bpy.context.scene
     for pb in obj.pose.bones:
@@ -296,19 +244,7 @@ def build_animation(obj):
     for pb in obj.pose.bones:
         selection.set_selected(pb, False)
     scene.frame_start, scene.frame_end = 1, ARGS.frame_end
-    scene.frame_set(1)
-    bpy.context.view_layer.update()
-    rest = channels(obj)
-    pelvis = obj.matrix_world @ obj.pose.bones[PELVIS].head
-    result = bpy.ops.welman_ik.drag(bone=PELVIS, target=tuple(pelvis - Vector((0.0, 0.0, ARGS.drop))), anchor=0.0)
-    if result != {"FINISHED"}:
-        raise RuntimeError(f"lowering the pelvis failed: {result}")
-    lowered = channels(obj)
-    for i, frame in enumerate(range(1, ARGS.frame_end + 1, ARGS.key_every)):
-        set_channels(obj, lowered if i % 2 else rest)
-        for pb in obj.pose.bones:
-            pb.keyframe_insert(keyframes.rotation_path(pb), frame=frame, group=pb.name)
-            pb.keyframe_insert("location", frame=frame, group=pb.name)
+    common.key_squats(obj, range(1, ARGS.frame_end + 1, ARGS.key_every), ARGS.drop, PELVIS)
     scene.frame_set(ARGS.frame)
 
 
@@ -322,7 +258,7 @@ def step_ready():
     S.original_action = assigned(obj)
     S.actions_before = sorted(a.name for a in bpy.data.actions)
     S.keys_before = action_keys(obj)
-    S.pose_before = pose_channels(obj)
+    S.pose_before = common.pose_snapshot(obj)
     S.frame_before = bpy.context.scene.frame_current
     frames = sorted({round(v) for co in S.keys_before.values() for v in co[0::2]})
     record()
@@ -395,7 +331,7 @@ def result() -> dict:
         "welman_bake_ever": sorted({n for row in S.history for n in row[3]}),
         "original_keys_unchanged": keys == S.keys_before if keys is not None else None,
         "fcurves": len(S.keys_before),
-        "changed_bones": changed_bones(obj),
+        "changed_bones": common.changed_bones(S.pose_before, obj),
         "bones": len(S.pose_before),
         "frame_before": S.frame_before,
         "frame_current": bpy.context.scene.frame_current,
@@ -420,11 +356,9 @@ def serve():
             S.pending = None
             S.next_request += 1
         return
-    path = os.path.join(WORKDIR, f"request_{S.next_request}.json")
-    if not os.path.exists(path):
+    request = common.read_request(S.next_request)
+    if request is None:
         return
-    with open(path) as f:
-        request = json.load(f)
     cmd = request.get("cmd")
     if cmd == "status":
         S.pending = (request, S.ticks)
@@ -472,17 +406,10 @@ def tick():
             record()
             serve()
     except Exception:  # noqa: BLE001 - any failure is written for the driver, then Blender quits
-        text = traceback.format_exc()
-        print(text, file=sys.stderr)
-        write_json("fatal.json", {"step": str(S.step), "traceback": text})
-        try:
-            quit_blender()
-        except Exception:  # noqa: BLE001 - no clean way out left
-            os._exit(3)
+        common.fail(S.step, quit_blender)
         return None
     return TICK
 
 
-os.makedirs(WORKDIR, exist_ok=True)
 bpy.app.timers.register(tick, first_interval=0.2)
 print(f"E2E bake side: Blender {bpy.app.version_string}, mode {ARGS.mode}, workdir {WORKDIR}", flush=True)

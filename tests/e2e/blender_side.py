@@ -23,15 +23,17 @@ whether that tab is the one shown.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
-import traceback
 
 import bpy
 from bpy_extras import view3d_utils
 from mathutils import Vector
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import blender_common as common
+from blender_common import write_json
 
 STARTED = time.time()
 MOTION_KEYS = (1, 21)  # motion mode: the whole pose keyed here, the pelvis lowered at the second
@@ -42,7 +44,6 @@ SIDEBAR_TAB = "Welman IK"
 # is reported), and where its running drag session lives (None when no drag is running).
 LATENCY_HOOKS = ("welman_ik.blender.overlay.DRAG_STATE.latencies", "welman_ik.E2E_LATENCIES")
 SESSION_HOOKS = ("welman_ik.blender.overlay.DRAG_STATE.session",)
-CHANNELS = ("location", "rotation_quaternion", "rotation_euler", "rotation_axis_angle", "scale")
 KEY_NAMES = {  # shortcut words that differ between xdotool and Blender's key types
     "tab": "TAB", "space": "SPACE", "return": "RET", "enter": "RET", "escape": "ESC", "esc": "ESC",
     "delete": "DEL", "backspace": "BACK_SPACE", "minus": "MINUS", "plus": "PLUS", "period": "PERIOD",
@@ -77,28 +78,7 @@ ARGS = parse_args()
 # The operator the shortcut starts: the drag, or (motion mode) the interactive motion edit.
 OPERATOR = "welman_ik.edit_motion" if ARGS.mode == "motion" else "welman_ik.drag"
 WORKDIR = ARGS.workdir
-# Before the splash is shown (it is shown after the --python scripts run), and no
-# "save changes?" dialog on quit.
-bpy.context.preferences.view.show_splash = False
-bpy.context.preferences.view.use_save_prompt = False
-bpy.context.preferences.view.smooth_view = 0
-bpy.context.preferences.filepaths.temporary_directory = ARGS.workdir  # quit.blend goes there, not /tmp
-
-
-# --------------------------------------------------------------------------- files
-
-
-def write_json(name: str, data) -> None:
-    path = os.path.join(WORKDIR, name)
-    with open(path + ".tmp", "w") as f:
-        json.dump(data, f, indent=1, default=_jsonable)
-    os.replace(path + ".tmp", path)  # the driver never reads half a file
-
-
-def _jsonable(value):
-    if hasattr(value, "__len__"):
-        return [float(v) for v in value]
-    return repr(value)
+common.prepare(WORKDIR)
 
 
 def vec(v) -> list:
@@ -187,15 +167,7 @@ def _count_ui_draw():
 
 
 def find_view3d():
-    window = bpy.context.window_manager.windows[0]
-    areas = [a for a in window.screen.areas if a.type == "VIEW_3D"]
-    if not areas:
-        raise RuntimeError("no 3D viewport in the window")
-    area = max(areas, key=lambda a: a.width * a.height)
-    region = next(r for r in area.regions if r.type == "WINDOW")
-    ui = next((r for r in area.regions if r.type == "UI"), None)
-    S.window, S.area, S.region, S.ui_region = window, area, region, ui
-    return window, area, region
+    S.window, S.area, S.region, S.ui_region = common.view3d()
 
 
 def override():
@@ -237,15 +209,6 @@ def drag_running() -> bool | None:
 def point_on_bone(obj, name: str, anchor: float) -> Vector:
     pb = obj.pose.bones[name]
     return obj.matrix_world @ (pb.head + anchor * (pb.tail - pb.head))
-
-
-def pose_snapshot(obj) -> dict:
-    return {pb.name: (pb.rotation_mode, *(tuple(getattr(pb, c)) for c in CHANNELS)) for pb in obj.pose.bones}
-
-
-def changed_bones(obj) -> list:
-    now = pose_snapshot(obj)
-    return sorted(name for name, value in S.snapshot.items() if now.get(name) != value)
 
 
 def action_fcurves(obj) -> list:
@@ -316,24 +279,12 @@ def step_setup():
     for callback, region_type in ((_count_view_draw, "WINDOW"), (_count_ui_draw, "UI")):
         handle = bpy.types.SpaceView3D.draw_handler_add(callback, (), region_type, "POST_PIXEL")
         S.handles.append((handle, region_type))
-    if ARGS.root not in sys.path:
-        sys.path.insert(0, ARGS.root)
-    import addon_utils
-
-    import welman_ik
-
-    welman_ik.register()
+    common.load_addon(ARGS.root)
     bpy.utils.register_class(E2E_PT_probe)
     bpy.utils.register_class(E2E_OT_event_log)
     S.keymap = setup_keymap()
-    addon_utils.enable("rigify", default_set=True)
     with override():
-        for ob in list(bpy.data.objects):
-            bpy.data.objects.remove(ob)
-        bpy.ops.object.armature_basic_human_metarig_add()
-        obj = bpy.context.view_layer.objects.active
-        obj.show_in_front = True
-        bpy.ops.object.mode_set(mode="POSE")
+        obj = common.new_metarig()
         pins = [p for p in ARGS.pins.split(",") if p]
         for pb in obj.pose.bones:
             pb.bone.select = pb.name in pins
@@ -370,21 +321,9 @@ def step_setup():
 def animate(obj):
     """Welman's Fig 6.5: the whole pose keyed at rest and with the pelvis 0.25 m lower (the
     feet pinned), then the edited frame between them made current."""
-    scene = bpy.context.scene
-    from welman_ik.blender import keyframes
-
-    for frame in MOTION_KEYS:
-        scene.frame_set(frame)
-        if frame != MOTION_KEYS[0]:
-            bpy.context.view_layer.update()
-            target = point_on_bone(obj, "spine", 0.0) - Vector((0.0, 0.0, 0.25))
-            if bpy.ops.welman_ik.drag(bone="spine", target=target, anchor=0.0) != {"FINISHED"}:
-                raise RuntimeError("lowering the pelvis failed")
-        for pb in obj.pose.bones:
-            pb.keyframe_insert(keyframes.rotation_path(pb), frame=frame, group=pb.name)
-            pb.keyframe_insert("location", frame=frame, group=pb.name)
+    common.key_squats(obj, MOTION_KEYS)
     obj.welman_ik.motion_falloff = MOTION_FALLOFF
-    scene.frame_set(MOTION_FRAME)
+    bpy.context.scene.frame_set(MOTION_FRAME)
 
 
 def motion_path(obj) -> dict:
@@ -451,7 +390,7 @@ def step_ready():
     # the drag returns to it (and not to the startup file).
     with override():
         bpy.ops.ed.undo_push(message="Welman IK e2e scene")
-    S.snapshot = pose_snapshot(obj)
+    S.snapshot = common.pose_snapshot(obj)
     S.path_before = motion_path(obj) if ARGS.mode == "motion" else None
     S.hand_before = point_on_bone(obj, ARGS.bone, ARGS.anchor)
     S.tail_before = point_on_bone(obj, ARGS.bone, 1.0)
@@ -508,7 +447,7 @@ def status() -> dict:
         "mode": obj.mode,
         "active_bone": obj.data.bones.active.name if obj.data.bones.active else None,
         "drag_running": drag_running(),
-        "changed_bones": changed_bones(obj),
+        "changed_bones": common.changed_bones(S.snapshot, obj),
         "events": len(S.events),
         "last_mouse": [moves[-1]["x"], moves[-1]["y"]] if moves else None,
         "ui_region": rect(S.ui_region) if S.ui_region is not None else None,
@@ -567,7 +506,7 @@ def result(request) -> dict:
     out["keys_at_current_frame"] = sorted(f"{fc.data_path}[{fc.array_index}]" for fc in at_frame)
     out["keyed_bones_at_current_frame"] = sorted(
         {fc.data_path.split('"')[1] for fc in at_frame if fc.data_path.startswith("pose.bones[")})
-    out["changed_bones"] = changed_bones(obj)
+    out["changed_bones"] = common.changed_bones(S.snapshot, obj)
     out["pose_identical"] = not out["changed_bones"]
     out["drag_running_at_finish"] = drag_running()
     if S.path_before is not None:  # how far the edit moved the dragged point on each frame
@@ -602,11 +541,9 @@ def serve():
             S.pending = None
             S.next_request += 1
         return
-    path = os.path.join(WORKDIR, f"request_{S.next_request}.json")
-    if not os.path.exists(path):
+    request = common.read_request(S.next_request)
+    if request is None:
         return
-    with open(path) as f:
-        request = json.load(f)
     cmd = request.get("cmd")
     if cmd == "status":
         S.pending = (request, S.ui_draws, S.probe_draws, time.time())
@@ -661,17 +598,10 @@ def tick():
         elif step == "serve":
             serve()
     except Exception:  # noqa: BLE001 - any failure is written for the driver, then Blender quits
-        text = traceback.format_exc()
-        print(text, file=sys.stderr)
-        write_json("fatal.json", {"step": str(S.step), "traceback": text})
-        try:
-            quit_blender()
-        except Exception:  # noqa: BLE001 - no clean way out left
-            os._exit(3)
+        common.fail(S.step, quit_blender)
         return None
     return 0.05
 
 
-os.makedirs(WORKDIR, exist_ok=True)
 bpy.app.timers.register(tick, first_interval=0.2)
 print(f"E2E blender side: Blender {bpy.app.version_string}, mode {ARGS.mode}, workdir {WORKDIR}", flush=True)

@@ -41,7 +41,6 @@ import argparse
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -52,7 +51,7 @@ HERE = Path(__file__).resolve().parent
 if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
-from run_e2e import Checks, Exchange, Failure, X, blender_env, log_problems, start_xvfb, stop
+from run_e2e import Checks, Exchange, Failure, X, blender_env, log_problems, run_all, stop
 
 ROOT = HERE.parents[1]
 MODES = ("cancel", "undo")
@@ -386,38 +385,8 @@ def run_mode(mode: str, args, display: int, out_dir: Path) -> tuple[Checks, dict
 # --------------------------------------------------------------------------- main
 
 
-def _terminate(signum, frame):
-    raise KeyboardInterrupt(f"signal {signum}")  # so that the finally clauses end Blender and Xvfb
-
-
 def main(argv=None) -> int:
-    args = parse_args(argv)
-    signal.signal(signal.SIGTERM, _terminate)
-    for tool in ("Xvfb", "xdotool", "import", args.blender):
-        if shutil.which(tool) is None:
-            print(f"e2e: {tool} not found (apt-get install -y --no-install-recommends blender xvfb xdotool "
-                  f"imagemagick)", file=sys.stderr)
-            return 1
-    out_dir = Path(args.output)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    xvfb = None
-    totals = Checks()
-    try:
-        t = time.time()
-        xvfb, display = start_xvfb(args, out_dir)
-        print(f"e2e bake: Xvfb :{display} {args.screen} up in {time.time() - t:.1f} s", flush=True)
-        for mode in args.modes:
-            print(f"e2e bake: mode {mode}", flush=True)
-            checks, report = run_mode(mode, args, display, out_dir)
-            print("  timings: " + ", ".join(f"{k} {v:.1f}" for k, v in report["timings"].items()), flush=True)
-            totals.rows += checks.rows
-    except Failure as error:
-        totals.add(False, "setup", str(error))
-    finally:
-        stop(xvfb, "Xvfb")
-    passed = len(totals.rows) - totals.failed
-    print(f"e2e bake: {passed} passed, {totals.failed} failed", flush=True)
-    return 0 if totals.failed == 0 else 1
+    return run_all(parse_args(argv), run_mode, "e2e bake")
 
 
 if __name__ == "__main__":

@@ -546,7 +546,12 @@ def _terminate(signum, frame):
 
 
 def main(argv=None) -> int:
-    args = parse_args(argv)
+    return run_all(parse_args(argv), run_mode, "e2e")
+
+
+def run_all(args, run_mode, label: str) -> int:
+    """Check the tools, start Xvfb, run ``run_mode(mode, args, display, out_dir)`` for each
+    of ``args.modes``, print the totals under ``label``; 0 when every check passed."""
     signal.signal(signal.SIGTERM, _terminate)
     for tool in ("Xvfb", "xdotool", "import", args.blender):
         if shutil.which(tool) is None:
@@ -560,9 +565,9 @@ def main(argv=None) -> int:
     try:
         t = time.time()
         xvfb, display = start_xvfb(args, out_dir)
-        print(f"e2e: Xvfb :{display} {args.screen} up in {time.time() - t:.1f} s", flush=True)
+        print(f"{label}: Xvfb :{display} {args.screen} up in {time.time() - t:.1f} s", flush=True)
         for mode in args.modes:
-            print(f"e2e: mode {mode}", flush=True)
+            print(f"{label}: mode {mode}", flush=True)
             checks, report = run_mode(mode, args, display, out_dir)
             print("  timings: " + ", ".join(f"{k} {v:.1f}" for k, v in report["timings"].items()), flush=True)
             totals.rows += checks.rows
@@ -571,7 +576,7 @@ def main(argv=None) -> int:
     finally:
         stop(xvfb, "Xvfb")
     passed = len(totals.rows) - totals.failed
-    print(f"e2e: {passed} passed, {totals.failed} failed", flush=True)
+    print(f"{label}: {passed} passed, {totals.failed} failed", flush=True)
     return 0 if totals.failed == 0 else 1
 
 
