@@ -43,9 +43,6 @@ How to run (from the repository root, with the bpy-module virtual environment)::
 from __future__ import annotations
 
 import argparse
-import cProfile
-import io
-import pstats
 import statistics
 import sys
 import tempfile
@@ -197,15 +194,7 @@ def run_ours(obj, repeats: int, profile: bool) -> tuple[Row, str]:
     if profile:
         reassign(obj, original)
         bpy.context.scene.frame_set(FRAME_START)
-        profiler = cProfile.Profile()
-        profiler.enable()
-        bake_ours(FRAME_END)
-        profiler.disable()
-        out = io.StringIO()
-        stats = pstats.Stats(profiler, stream=out).strip_dirs()
-        stats.sort_stats("cumulative").print_stats(25)
-        stats.sort_stats("tottime").print_stats(20)
-        report = out.getvalue()
+        report = scenes.profiled(lambda: bake_ours(FRAME_END))
     return row, report
 
 

@@ -42,9 +42,6 @@ How to run (from the repository root, with the bpy-module virtual environment)::
 from __future__ import annotations
 
 import argparse
-import cProfile
-import io
-import pstats
 import statistics
 import sys
 import time
@@ -193,16 +190,12 @@ def profile_ours(obj, solver_name: str, path: np.ndarray, rest: dict, top: int =
     restore(obj, rest)
     solver = DragSolver(obj, settings, DRAGGED, ANCHOR)
     frame = bpy.context.scene.frame_current
-    profiler = cProfile.Profile()
-    profiler.enable()
-    for target in path:
-        drag_step(solver, target, frame)
-    profiler.disable()
-    out = io.StringIO()
-    stats = pstats.Stats(profiler, stream=out).strip_dirs()
-    stats.sort_stats("cumulative").print_stats(top)
-    stats.sort_stats("tottime").print_stats(top)
-    return out.getvalue()
+
+    def loop():
+        for target in path:
+            drag_step(solver, target, frame)
+
+    return scenes.profiled(loop, top)
 
 
 # -- Blender's IK ----------------------------------------------------------------------

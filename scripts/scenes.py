@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import cProfile
+import io
+import pstats
 import sys
 from pathlib import Path
 
@@ -49,3 +52,16 @@ def select(obj, names) -> None:
     names = set(names)
     for pb in obj.pose.bones:
         set_selected(pb, pb.name in names)
+
+
+def profiled(call, top: int = 25) -> str:
+    """Run ``call()`` under cProfile; the ``top`` entries by cumulative and by own time."""
+    profiler = cProfile.Profile()
+    profiler.enable()
+    call()
+    profiler.disable()
+    out = io.StringIO()
+    stats = pstats.Stats(profiler, stream=out).strip_dirs()
+    stats.sort_stats("cumulative").print_stats(top)
+    stats.sort_stats("tottime").print_stats(top)
+    return out.getvalue()

@@ -59,20 +59,13 @@ def test_unknown_bone(human):
     assert human.animation_data is None
 
 
-def test_target_not_a_number(human):
+@pytest.mark.parametrize(("axis", "value", "message"), [(1, float("nan"), "not a number"), (0, float("inf"), "m away")],
+                         ids=["nan", "infinite"])
+def test_target_not_finite(human, axis, value, message):
     target = _hand_target(human)
-    target[1] = float("nan")
+    target[axis] = value
     before = _state(human)
-    _refused("not a number", drag, "hand.R", target)
-    assert _state(human) == before
-    assert human.animation_data is None
-
-
-def test_infinite_target(human):
-    target = _hand_target(human)
-    target[0] = float("inf")
-    before = _state(human)
-    _refused("m away", drag, "hand.R", target)
+    _refused(message, drag, "hand.R", target)
     assert _state(human) == before
     assert human.animation_data is None
 
