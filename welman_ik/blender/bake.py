@@ -83,9 +83,6 @@ def check(obj, frame_start: int, frame_end: int, step: int, edit: MotionEdit | N
         raise RigError("No enabled pin is in force in the frame range")
 
 
-POSE_CHANNELS = ("location", "rotation_quaternion", "rotation_euler", "rotation_axis_angle", "scale")
-
-
 def direct_sampling(obj) -> bool:
     """True when the object's pose on a frame is simply its action's F-curves there: no
     NLA, drivers, constraints, parent or object-level animation. The bake then evaluates
@@ -121,7 +118,7 @@ class Sampler:
         if self.direct:
             for curve in keyframes.action_fcurves(obj):
                 owner, _, prop = curve.data_path.rpartition(".")
-                if curve.mute or prop not in POSE_CHANNELS or not (len(curve.keyframe_points) or curve.modifiers):
+                if curve.mute or prop not in PoseSnapshot.CHANNELS or not (len(curve.keyframe_points) or curve.modifiers):
                     continue  # Blender skips muted curves and empty ones
                 name = owner[len('pose.bones["'):-len('"]')]
                 if name in obj.pose.bones and (bones is None or name in bones):
@@ -177,7 +174,7 @@ class Baker:
         """The pins in force on ``frame``; an edited bone's own pins give way to the edit."""
         return [p for p in pins_on(self.settings, frame) if self.edit is None or p.bone != self.edit.bone]
 
-    def _pose(self, frame: int) -> RigModel:
+    def pose(self, frame: int) -> RigModel:
         """The hinge tree, started from the animated pose on ``frame``."""
         self.sampler.apply(frame)
         if self.model is None or not self.model.refresh():
@@ -199,7 +196,7 @@ class Baker:
             if pin.frame_start == 0 and pin.frame_end == 0:
                 goals[i] = np.array(pin.location, dtype=float)
             else:
-                model = self._pose(pin.frame_start)
+                model = self.pose(pin.frame_start)
                 goals[i] = self._point(model, model.skeleton.forward(model.q0), pin.bone, pin.anchor)
         return goals
 
@@ -218,7 +215,7 @@ class Baker:
         """Solve the next frame; returns its largest pin error [m]."""
         frame = self.frames[self.index]
         self.index += 1
-        model = self._pose(frame)
+        model = self.pose(frame)
         animated = model.skeleton.forward(model.q0)
         goals = []
         edit = self.edit
@@ -329,7 +326,7 @@ def pins_for_edit(context, obj, bone: str, frame: int) -> list[tuple]:
     itself will: for an interactive edit's preview. The pose is left as it was."""
     baker = Baker(context, obj, frame, frame, 1, False, MotionEdit(bone, 1.0, frame, np.zeros(3), 0))
     try:
-        model = baker._pose(frame)
+        model = baker.pose(frame)
         return baker.pin_targets(frame, model, model.skeleton.forward(model.q0))
     finally:
         baker.abort()

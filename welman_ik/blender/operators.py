@@ -256,7 +256,6 @@ class WELMAN_IK_OT_drag(ModalDrag, ArmatureOperator, bpy.types.Operator):
     bl_idname = "welman_ik.drag"
     bl_label = "Drag"
 
-
     def execute(self, context):
         obj = context.object
         bone = self._bone(context)
@@ -282,6 +281,7 @@ class WELMAN_IK_OT_drag(ModalDrag, ArmatureOperator, bpy.types.Operator):
     def _confirm(self, context, drag) -> set:
         drag.confirm(context)
         return {"FINISHED"}
+
 
 class WELMAN_IK_OT_detect_contacts(SelectionOperator, bpy.types.Operator):
     """Pin each selected bone in the frame ranges where it is planted (near its lowest height and slow)"""
