@@ -59,8 +59,10 @@ def test_unknown_bone(human):
     assert human.animation_data is None
 
 
-@pytest.mark.parametrize(("axis", "value", "message"), [(1, float("nan"), "not a number"), (0, float("inf"), "m away")],
-                         ids=["nan", "infinite"])
+@pytest.mark.parametrize(("axis", "value", "message"), [(1, float("nan"), "not a number"),
+                                                      (0, float("inf"), "from the armature"),
+                                                      (2, 5000.0, "1000 times its size")],
+                         ids=["nan", "infinite", "absurd"])
 def test_target_not_finite(human, axis, value, message):
     target = _hand_target(human)
     target[axis] = value
@@ -68,6 +70,30 @@ def test_target_not_finite(human, axis, value, message):
     _refused(message, drag, "hand.R", target)
     assert _state(human) == before
     assert human.animation_data is None
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), 1e30, -3000.0], ids=["nan", "inf", "1e30", "far"])
+def test_pin_location_absurd(human, value):
+    """A pin whose location is not finite or absurdly far is refused before anything changes
+    (the root was once keyed at 8.5e37 m)."""
+    human.welman_ik.pins[0].location[0] = value
+    before = repr(_state(human))  # NaN is not equal to itself
+    _refused(f"The location of the pin on '{human.welman_ik.pins[0].bone}'", drag, "hand.R", _hand_target(human))
+    assert repr(_state(human)) == before
+    assert human.animation_data is None
+
+
+def test_weight_zero_pin_does_not_count(human):
+    """A weight-0 pin is informative: it never makes a solve unconverged."""
+    far = human.welman_ik.pins.add()
+    far.bone, far.weight = "hand.R", 0.0
+    far.location = world_point(human, "hand.R") + np.array([0.0, 0.0, 0.5])  # conflicts with the drag
+    human.welman_ik.pins[-1].enabled = True
+    target = world_point(human, "forearm.R", 1.0) + np.array([0.0, -0.05, 0.0])
+    assert drag("forearm.R", target) == {"FINISHED"}
+    last = human.welman_ik.last_solve
+    assert last.converged, last.message
+    assert np.linalg.norm(world_point(human, "forearm.R") - target) <= 1e-4
 
 
 def test_dragged_pinned_bone_with_nan_keeps_its_pin(human):

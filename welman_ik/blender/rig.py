@@ -90,11 +90,23 @@ class BoneJoints:
     shape: tuple  # the channels built into the fixed transforms (see ``fixed_channels``)
 
 
-def fixed_channels(pose_bone) -> tuple:
+def fixed_channels(pose_bone, translating: bool = False) -> tuple:
     """The pose channels a bone's hinges take as fixed: its scale and, for a bone neither
-    root nor connected, its location."""
-    moves_head = pose_bone.parent is not None and not pose_bone.bone.use_connect
+    root, nor connected, nor translating, its location."""
+    moves_head = pose_bone.parent is not None and not pose_bone.bone.use_connect and not translating
     return tuple(pose_bone.scale), tuple(pose_bone.location) if moves_head else None
+
+
+def inherited_scale(mode: str, frame_scale: np.ndarray, parent_scale: np.ndarray) -> np.ndarray:
+    """The scale (3,) a child's frame applies to its parent's frame (which carries
+    ``frame_scale`` from above, but not the parent's own pose scale ``parent_scale``), per
+    Blender's ``inherit_scale``: 'FULL', 'ALIGNED', 'AVERAGE' and 'FIX_SHEAR' take the
+    parent's scale (for uniform scales they agree); 'NONE' and 'NONE_LEGACY' drop every
+    scale from above. Non-uniform scales under rotation shear, which only the evaluated
+    pose knows: the evaluate-and-correct loop takes those."""
+    if mode in {"NONE", "NONE_LEGACY"}:
+        return 1.0 / frame_scale
+    return np.asarray(parent_scale, dtype=float)
 
 
 ROTATION_SLOTS = {"rotation_quaternion": 1, "rotation_euler": 2, "rotation_axis_angle": 3}
@@ -142,9 +154,11 @@ class PoseSnapshot:
 class RigModel:
     """The hinge tree of the bones that take part in one solve, and the way back."""
 
-    def __init__(self, obj, bone_names, movable_names=None):
+    def __init__(self, obj, bone_names, movable_names=None, translating=()):
         """``bone_names``: pinned and dragged bones; every bone between them and their root
-        takes part. ``movable_names``: the bones the solver may move (None: all of them)."""
+        takes part. ``movable_names``: the bones the solver may move (None: all of them).
+        ``translating``: bones (not connected to their parent) whose location channels are
+        joints too, as the root's are."""
         if obj is None or obj.type != "ARMATURE":
             raise RigError("The active object is not an armature")
         pose_bones = obj.pose.bones
@@ -163,6 +177,7 @@ class RigModel:
         parent, prismatic, axis, rest, lower, upper, mobility = [], [], [], [], [], [], []
         self.bones: dict[str, BoneJoints] = {}
         movable_set = None if movable_names is None else set(movable_names)
+        frame_scale: dict[str, np.ndarray] = {}  # scale the frame of each bone carries from above
 
         def add(p, is_slide, ax, rest_m, lo, hi, mob):
             parent.append(p)
@@ -183,26 +198,38 @@ class RigModel:
             scale = np.array(pb.scale, dtype=float)
             if pb.parent is None:
                 parent_joint = -1
-                rel = _np(bone.matrix_local)
+                offset = _np(bone.matrix_local)
+                above = np.ones(3)
+                frame_scale[name] = np.ones(3)
             else:
                 up = self.bones[pb.parent.name]
                 parent_joint = up.frame_joint
-                rel = np.diag([*up.scale, 1.0]) @ _np(pb.parent.bone.matrix_local.inverted() @ bone.matrix_local)
+                offset = _np(pb.parent.bone.matrix_local.inverted() @ bone.matrix_local)
+                above = inherited_scale(bone.inherit_scale, frame_scale[pb.parent.name], up.scale)
+                frame_scale[name] = frame_scale[pb.parent.name] * above
+            # Where the location channels act: along the bone's rest axes (local location),
+            # else along the parent's axes; a connected bone's location is ignored.
+            has_location = pb.parent is None or not bone.use_connect
+            local_location = bone.use_local_location
+            before_location = np.diag([*above, 1.0]) @ (offset if local_location else np.eye(4))
+            after_location = np.eye(4) if local_location else offset
             slides = {}
-            if pb.parent is None:
+            if has_location and (pb.parent is None or name in translating):
                 for i, letter in enumerate(AXES):
                     free = moves and not pb.lock_location[i]
                     ax = np.zeros(3)
                     ax[i] = 1.0
-                    j = add(parent_joint, True, ax, rel if i == 0 else np.eye(4), -np.inf, np.inf,
+                    j = add(parent_joint, True, ax, before_location if i == 0 else np.eye(4), -np.inf, np.inf,
                             1.0 if free else 0.0)
                     slides[letter] = j
                     parent_joint = j
-                rel = np.eye(4)
-            elif not bone.use_connect:  # Blender ignores the location of a connected bone
+                rel = after_location
+            elif has_location:
                 loc = np.eye(4)
                 loc[:3, 3] = np.array(pb.location, dtype=float)
-                rel = rel @ loc
+                rel = before_location @ loc @ after_location
+            else:
+                rel = np.diag([*above, 1.0]) @ offset
             order = bone_order(pb)
             hinges = {}
             for k, letter in enumerate(reversed(order)):  # Euler 'XYZ' is Rz @ Ry @ Rx
@@ -221,9 +248,10 @@ class RigModel:
                 hinges[letter] = j
                 parent_joint = j
             self.bones[name] = BoneJoints(name, hinges, slides, parent_joint, scale, bone.length, order,
-                                          fixed_channels(pb))
+                                          fixed_channels(pb, name in translating))
 
         self.object = obj
+        self.translating = frozenset(translating)
         self.limits = np.array(lower, dtype=float), np.array(upper, dtype=float)  # Blender's own
         self.skeleton = Skeleton(
             parent=np.array(parent), prismatic=np.array(prismatic), axis=np.array(axis),
@@ -271,7 +299,8 @@ class RigModel:
         tree itself no longer fits: a scale, an unconnected bone's location or the
         armature's transform changed. Build a new model then."""
         pose_bones = self.object.pose.bones
-        if any(fixed_channels(pose_bones[name]) != b.shape for name, b in self.bones.items()):
+        if any(fixed_channels(pose_bones[name], name in self.translating) != b.shape
+               for name, b in self.bones.items()):
             return False
         if not np.array_equal(_np(self.object.matrix_world), self.skeleton.base):
             return False
@@ -297,6 +326,19 @@ class RigModel:
         return bool(np.any(sk.ancestors[joint] & (sk.mobility > 0.0)))
 
     # -- writing back ----------------------------------------------------------------
+
+    def moved(self, q: np.ndarray) -> list[str]:
+        """Names of the bones whose joint values in ``q`` differ from the start."""
+        out = []
+        for name, b in self.bones.items():
+            joints = [*b.hinges.values(), *b.slides.values()]
+            if np.any(q[joints] != self.q0[joints]):
+                out.append(name)
+        return out
+
+    def translated(self, names) -> set[str]:
+        """Of ``names``, the bones whose location channels are joints (to key them too)."""
+        return {n for n in names if self.bones[n].slides}
 
     def write(self, q: np.ndarray) -> list[str]:
         """Put joint values q onto the pose bones, each in its own rotation mode.

@@ -54,14 +54,14 @@ class DragSession:
     def effector(self) -> np.ndarray:
         """World position of the dragged point, from the session's current solution."""
         kin = self.solver.model.skeleton.forward(self.solver.q)
-        return self.solver.drag_goal.point(kin)
+        # The model's point less the correction the evaluated pose asked for.
+        return self.solver.drag_goal.point(kin) - self.solver.goals.offsets[-1]
 
     def move(self, ray_origin, ray_direction) -> Figures:
         """A mouse event: the goal is the point on the mouse ray closest to the effector."""
         started = time.perf_counter()
         self.goal = closest_point_on_ray(ray_origin, ray_direction, self.effector())
-        self.figures = self.solver.solve(self.goal, time_budget=self.event_budget)
-        self.solver.apply(self.figures, frame=0, key=False)
+        self.figures = self.solver.apply(self.solver.solve(self.goal, time_budget=self.event_budget))
         self.milliseconds.append(1000.0 * (time.perf_counter() - started))
         return self.figures
 
@@ -70,7 +70,7 @@ class DragSession:
         goal = self.goal
         self.solver = DragSolver(self.obj, self.settings, self.bone, self.anchor, self.pins, self.keep_root)
         if goal is not None:
-            self.solver.drag_goal.target = goal
+            self.solver.goals.targets[-1] = self.solver.drag_goal.target = goal
 
     def change_chain_length(self, delta: int) -> int:
         previous = self.settings.chain_length
@@ -89,12 +89,15 @@ class DragSession:
         return self.settings.solver
 
     def confirm(self, context) -> list[str]:
-        """Keep the pose; key the bones that moved since the start, per ``keyframes``."""
+        """Keep the pose, once the evaluated pose meets the goals as far as correcting can
+        take it; key the bones that moved since the start, per ``keyframes``."""
+        if self.figures is not None:
+            self.figures = self.solver.settle(self.figures)
         moved = self.snapshot.changed(self.obj)
         scene = context.scene
         if moved and keyframes.should_key(self.settings.keyframes, scene):
-            roots = {n for n in moved if self.obj.pose.bones[n].parent is None}
-            keyframes.key_bones(self.obj, moved, scene.frame_current, with_location=roots)
+            located = {n for n in moved if self.snapshot.values[n][1] != tuple(self.obj.pose.bones[n].location)}
+            keyframes.key_bones(self.obj, moved, scene.frame_current, with_location=located)
         if self.figures is not None:
             record(self.settings.last_solve, self.figures)
         move_pins_to_bone(context, self.obj, self.bone)

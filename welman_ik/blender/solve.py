@@ -10,10 +10,13 @@ import numpy as np
 
 from ..core import SOLVERS, PositionGoal, Problem, SolveResult
 from . import keyframes
+from .evaluated import GoalSet
+from .evaluated import measure as evaluated_measure
+from .evaluated import slack as evaluated_slack
 from .rig import RigError, RigModel, chain_to_root
 
 SOLVABLE_PIN_KINDS = {"POSITION"}
-MAX_COORDINATE = 1e6  # metres; Blender stores infinity in a float property as ~3.4e38
+REACH_FACTOR = 1000.0  # goals farther than this many times the armature's size are refused
 
 
 def anchor_world(obj, pose_bone, anchor: float) -> np.ndarray:
@@ -56,10 +59,15 @@ def movable_bones(obj, bone: str, chain_length: int, keep_root: bool = False):
 
 @dataclass
 class Figures:
+    """One solve's figures. ``result`` is the model's; the errors, ``converged`` and
+    ``message`` are measured on the pose Blender evaluated after the write-back."""
+
     result: SolveResult
     drag_error: float
     max_pin_error: float
     milliseconds: float
+    converged: bool = False
+    message: str = ""
 
 
 def record(last_solve, figures: Figures) -> None:
@@ -68,14 +76,46 @@ def record(last_solve, figures: Figures) -> None:
     last_solve.drag_error = figures.drag_error
     last_solve.max_pin_error = figures.max_pin_error
     last_solve.milliseconds = figures.milliseconds
-    last_solve.converged = figures.result.converged
+    last_solve.converged = figures.converged
+    if hasattr(last_solve, "message"):
+        last_solve.message = figures.message
+
+
+def rig_reach(obj) -> tuple[np.ndarray, float]:
+    """(centre, bound) [m, world]: goals farther than ``bound`` from ``centre`` are refused
+    as absurd: ``REACH_FACTOR`` times the size of the posed armature."""
+    world = np.array(obj.matrix_world, dtype=float)
+    n = len(obj.pose.bones)
+    points = np.empty((2 * n, 3), dtype=np.float32)
+    obj.pose.bones.foreach_get("head", points[:n].ravel())
+    obj.pose.bones.foreach_get("tail", points[n:].ravel())
+    points = points.astype(float) @ world[:3, :3].T + world[:3, 3]
+    low, high = points.min(axis=0), points.max(axis=0)
+    return 0.5 * (low + high), REACH_FACTOR * max(float(np.linalg.norm(high - low)), 1e-3)
+
+
+def check_goal_point(what: str, point, reach: tuple[np.ndarray, float]) -> np.ndarray:
+    """A world goal point, refused when not finite or absurdly far from the armature."""
+    point = np.asarray(point, dtype=float).reshape(3)
+    if not np.all(np.isfinite(point)):
+        raise RigError(f"{what} is not a number (NaN or infinite)")
+    centre, bound = reach
+    if np.linalg.norm(point - centre) > bound:
+        raise RigError(f"{what} is {np.linalg.norm(point - centre):.3g} m from the armature, more than "
+                       f"{REACH_FACTOR:g} times its size ({bound:.3g} m); is it a typo?")
+    return point
+
+
+CLOSE_ROUNDS = 8  # evaluate-and-correct rounds of a scripted drag or a confirm
 
 
 class DragSolver:
     """One drag of one bone with every pin, lock and limit in force.
 
     Built once per drag (the hinge tree is cached), then ``solve`` for each new target,
-    each solve starting from the previous solution.
+    each solve starting from the previous solution, and ``apply`` to write the pose and
+    measure it as Blender evaluates it. ``settle`` repeats both until the evaluated pose
+    meets the goals (constraints and drivers the model does not know close the loop).
     """
 
     def __init__(self, obj, settings, bone: str, anchor: float = 1.0, pins: list[tuple] | None = None,
@@ -96,23 +136,30 @@ class DragSolver:
         self.obj = obj
         self.settings = settings
         self.bone = bone
+        self.reach = rig_reach(obj)
+        targets = [check_goal_point(f"The location of the pin on '{p.bone}'", t, self.reach) for p, t in pins]
         names = [bone] + [p.bone for p, _ in pins]
-        self.model = RigModel(obj, names, movable_bones(obj, bone, settings.chain_length, keep_root))
+        self.model = RigModel(obj, names, movable_bones(obj, bone, settings.chain_length, keep_root),
+                              translating=translating_bones(obj, bone))
         if not self.model.moves_point(bone):
             raise RigError(f"Nothing can move bone '{bone}': it and the bones above it are locked")
         pin_priority, drag_priority = (0, 1) if settings.pins_first else (1, 0)
         self.pin_goals = []
-        for p, target in pins:
+        for (p, _), target in zip(pins, targets):
             joint, local = self.model.anchor_local(p.bone, p.anchor)
-            target = np.array(target, dtype=float)
-            if not np.all(np.isfinite(target)):
-                raise RigError(f"The pin on '{p.bone}' has a location that is not a number")
             self.pin_goals.append(PositionGoal(joint, local, target, weight=p.weight, priority=pin_priority))
         joint, local = self.model.anchor_local(bone, anchor)
         start = self.model.skeleton.forward(self.model.q0)
         self.drag_goal = PositionGoal(joint, local, start.points(np.array([joint]), local[None])[0],
                                       priority=drag_priority)
+        self.goals = GoalSet([p.bone for p, _ in pins] + [bone], [p.anchor for p, _ in pins] + [anchor],
+                             targets + [self.drag_goal.target], [p.weight for p, _ in pins] + [1.0], dragged=True)
         self.q = self.model.q0.copy()
+
+    @property
+    def target(self) -> np.ndarray:
+        """The drag's world target."""
+        return self.goals.targets[-1]
 
     def problem(self, time_budget: float | None = None) -> Problem:
         s = self.settings
@@ -126,12 +173,10 @@ class DragSolver:
         )
 
     def solve(self, target, time_budget: float | None = None) -> Figures:
-        target = np.asarray(target, dtype=float).reshape(3)
-        if not np.all(np.isfinite(target)):
-            raise RigError("The drag target is not a number (NaN or infinite)")
-        if np.abs(target).max() > MAX_COORDINATE:
-            raise RigError(f"The drag target is more than {MAX_COORDINATE:g} m away (infinite?)")
-        self.drag_goal.target = target
+        """Solve the model for a new drag target (the figures are the model's until ``apply``)."""
+        self.goals.targets[-1] = check_goal_point("The drag target", target, self.reach)
+        for goal, model_target in zip(self.pin_goals + [self.drag_goal], self.goals.model_targets):
+            goal.target = model_target
         started = time.perf_counter()
         result = SOLVERS[self.settings.solver](self.problem(time_budget), self.q)
         ms = 1000.0 * (time.perf_counter() - started)
@@ -139,25 +184,85 @@ class DragSolver:
             raise RigError("The solver failed (non-finite result); the pose is unchanged")
         self.q = result.q
         pin_errors = result.errors[:-1]
-        return Figures(result, float(result.errors[-1]), float(pin_errors.max(initial=0.0)), ms)
+        return Figures(result, float(result.errors[-1]), float(pin_errors.max(initial=0.0)), ms, result.converged)
 
-    def apply(self, figures: Figures, frame: float, key: bool) -> list[str]:
-        """Write the solution onto the pose bones, key it if asked, and record the figures."""
-        moved = self.model.write(self.q)
-        if key and moved:
-            roots = {n for n in moved if self.model.bones[n].slides}
-            keyframes.key_bones(self.obj, moved, frame, with_location=roots)
+    def apply(self, figures: Figures, frame: float = 0, key: bool = False) -> Figures:
+        """Write the solution onto the pose bones, measure the goals on the pose Blender
+        evaluates, take the gap as the next solve's correction, key if asked, and record the
+        evaluated figures."""
+        self.model.write(self.q)
+        evaluated = self.goals.measure(self.obj)
+        kin = self.model.skeleton.forward(self.q)
+        model_points = np.array([g.point(kin) for g in self.pin_goals + [self.drag_goal]])
+        self.correctable = self.goals.correct(evaluated, model_points)
+        measured = evaluated_measure(self.goals, evaluated, self.settings.tolerance)
+        figures = Figures(figures.result, float(measured.errors[-1]),
+                          float(measured.errors[:-1][measured.counted[:-1]].max(initial=0.0)), figures.milliseconds,
+                          measured.converged, explain(self, figures.result, measured))
+        if key:
+            moved = self.model.moved(self.q)
+            if moved:
+                keyframes.key_bones(self.obj, moved, frame, with_location=self.model.translated(moved))
         record(self.settings.last_solve, figures)
-        return moved
+        return figures
+
+    def settle(self, figures: Figures, rounds: int = CLOSE_ROUNDS) -> Figures:
+        """Evaluate, and while the evaluated pose misses where the model holds, correct and
+        solve again (at most ``rounds`` times, and only while the misses shrink)."""
+        figures = self.apply(figures)
+        worst = np.inf
+        for _ in range(rounds):
+            miss = max(figures.drag_error, figures.max_pin_error)
+            if figures.converged or not self.correctable or miss >= worst:
+                break
+            worst = miss
+            figures = self.apply(self.solve(self.target))
+        return figures
+
+
+def explain(solver: DragSolver, result: SolveResult, measured) -> str:
+    """One line: which goals the evaluated pose misses, by how much, and why."""
+    goals = solver.goals
+    missed = [i for i in range(len(goals.bones)) if not measured.met[i] and measured.counted[i]]
+    if not missed:
+        return ""
+    model_met = result.errors <= solver.settings.tolerance + evaluated_slack(goals.model_targets)
+    parts = []
+    for i in missed[:2]:
+        drag = goals.dragged and i == len(goals.bones) - 1
+        what = f"'{goals.bones[i]}'" + (" (dragged)" if drag else " (pinned)")
+        mm = 1000.0 * measured.errors[i]
+        if model_met[i]:
+            why = "constraints or drivers move it where the solver cannot follow"
+        elif drag and solver.settings.pins_first:
+            why = "out of reach with the pins held"
+        elif not result.converged and result.iterations >= solver.settings.max_iterations:
+            why = f"not converged in {result.iterations} iterations"
+        else:
+            why = "out of reach, or the goals conflict"
+        parts.append(f"{what} is {mm:.2f} mm off: {why}")
+    more = len(missed) - 2
+    return "; ".join(parts) + (f"; and {more} more" if more > 0 else "")
+
+
+def translating_bones(obj, bone: str) -> set[str]:
+    """The dragged bone translates, as Blender's grab does, when it is not connected to its
+    parent and its location is not locked (the root bone always has its slides)."""
+    pb = obj.pose.bones[bone]
+    if pb.parent is not None and not pb.bone.use_connect and not all(pb.lock_location):
+        return {bone}
+    return set()
 
 
 def drag(context, obj, bone: str, target, anchor: float = 1.0) -> Figures:
-    """Script form of the drag: solve once, write, key per the ``keyframes`` setting, and
-    move a pin on the dragged bone (if any) to where the bone ended."""
+    """Script form of the drag: solve, write, close the loop on the evaluated pose, key per
+    the ``keyframes`` setting, and move a pin on the dragged bone (if any) to where the
+    bone ended."""
     settings = obj.welman_ik
     solver = DragSolver(obj, settings, bone, anchor)
-    figures = solver.solve(target)
+    figures = solver.settle(solver.solve(target))
     scene = context.scene
-    solver.apply(figures, scene.frame_current, keyframes.should_key(settings.keyframes, scene))
+    if keyframes.should_key(settings.keyframes, scene):
+        figures = solver.apply(figures, scene.frame_current, key=True)
     move_pins_to_bone(context, obj, bone)
     return figures
