@@ -62,6 +62,7 @@ class GoalSet:
         self.targets = np.asarray(self.targets, dtype=float).reshape(-1, 3)
         self.weights = np.asarray(self.weights, dtype=float).reshape(-1)
         self.offsets = np.zeros_like(self.targets)
+        self._secant = Secant(len(self.bones))
 
     @property
     def model_targets(self) -> np.ndarray:
@@ -73,13 +74,45 @@ class GoalSet:
         update()
         return anchor_points(obj, self.bones, self.anchors)
 
-    def correct(self, evaluated: np.ndarray, model_points: np.ndarray) -> bool:
-        """Take the gap between the model's points and the evaluated ones as the offsets of
-        the next solve; True when that gap is more than storage noise anywhere."""
+    def correct(self, evaluated: np.ndarray, model_points: np.ndarray, model_met: np.ndarray) -> bool:
+        """Offsets for the next solve from where the evaluated points landed; True when the
+        model and the evaluated pose differ by more than storage noise anywhere.
+
+        Where the model met its (offset) target, the offset takes a secant (Broyden) step on
+        the evaluated miss, so a loop that the model only half explains (a constraint that
+        scales or turns the effect of the joints below it) still closes in a few rounds.
+        Where the model could not meet its target (out of reach), the offset is just the
+        gap between the model's point and the evaluated one.
+        """
         gap = model_points - evaluated
         real = np.linalg.norm(gap, axis=1) > slack(evaluated)
-        self.offsets = np.where(real[:, None], gap, 0.0)
+        stepped = self.offsets + self._secant.step(self.offsets, self.targets - evaluated)
+        self.offsets = np.where(real[:, None], np.where(model_met[:, None], stepped, gap), 0.0)
         return bool(real.any())
+
+
+class Secant:
+    """Per goal, Broyden's secant estimate B (3, 3) of how the evaluated miss m changes with
+    the offset o (B starts at -I: the model exact), and the step -B^-1 m that zeroes it."""
+
+    def __init__(self, count: int):
+        self.jacobians = np.tile(-np.eye(3), (count, 1, 1))
+        self.last: tuple[np.ndarray, np.ndarray] | None = None
+
+    def step(self, offsets: np.ndarray, misses: np.ndarray) -> np.ndarray:
+        if self.last is not None:
+            d_offset, d_miss = offsets - self.last[0], misses - self.last[1]
+            norm2 = np.einsum("ij,ij->i", d_offset, d_offset)
+            moved = norm2 > 1e-18
+            predicted = np.einsum("nij,nj->ni", self.jacobians, d_offset)
+            update = np.einsum("ni,nj->nij", d_miss - predicted, d_offset) / np.where(moved, norm2, 1.0)[:, None, None]
+            candidate = self.jacobians + np.where(moved[:, None, None], update, 0.0)
+            # A secant estimate gone near-singular or sign-flipped starts over from the model's.
+            sane = np.linalg.cond(candidate) < 1e3
+            sane &= np.einsum("nii->n", candidate) < 0.0
+            self.jacobians = np.where(sane[:, None, None], candidate, -np.eye(3))
+        self.last = (offsets.copy(), misses.copy())
+        return -np.linalg.solve(self.jacobians, misses[:, :, None])[:, :, 0]
 
 
 @dataclass

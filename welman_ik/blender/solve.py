@@ -106,7 +106,7 @@ def check_goal_point(what: str, point, reach: tuple[np.ndarray, float]) -> np.nd
     return point
 
 
-CLOSE_ROUNDS = 8  # evaluate-and-correct rounds of a scripted drag or a confirm
+CLOSE_ROUNDS = 12  # evaluate-and-correct rounds of a scripted drag or a confirm
 
 
 class DragSolver:
@@ -194,7 +194,8 @@ class DragSolver:
         evaluated = self.goals.measure(self.obj)
         kin = self.model.skeleton.forward(self.q)
         model_points = np.array([g.point(kin) for g in self.pin_goals + [self.drag_goal]])
-        self.correctable = self.goals.correct(evaluated, model_points)
+        model_met = figures.result.errors <= self.settings.tolerance + evaluated_slack(model_points)
+        self.correctable = self.goals.correct(evaluated, model_points, model_met)
         measured = evaluated_measure(self.goals, evaluated, self.settings.tolerance)
         figures = Figures(figures.result, float(measured.errors[-1]),
                           float(measured.errors[:-1][measured.counted[:-1]].max(initial=0.0)), figures.milliseconds,
