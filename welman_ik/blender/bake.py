@@ -9,15 +9,17 @@ result into a copy of the action; the original is left as it was.
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass
 
 import bpy
 import numpy as np
 
-from ..core import SOLVERS, PositionGoal, Problem
+from ..core import SOLVERS, PositionGoal, Problem, SolveResult
 from . import keyframes
+from .evaluated import GoalSet, Measured, anchor_points, measure
 from .rig import PoseSnapshot, RigError, RigModel, chain_to_root
-from .solve import SOLVABLE_PIN_KINDS, check_pin_bones, movable_bones
+from .solve import SOLVABLE_PIN_KINDS, Figures, check_goal_point, check_pin_bones, movable_bones, record, rig_reach
 
 SUFFIX = ".welman_bake"
 ACTIVE, RELEASED = -1, 1 << 30  # a joint's frames since its last goal: moving one now, long ago
@@ -148,6 +150,7 @@ class Baker:
         check(obj, frame_start, frame_end, step, edit)
         self.edit = edit
         self.context, self.obj, self.settings = context, obj, obj.welman_ik
+        self.started = time.perf_counter()
         self.frames = list(range(frame_start, frame_end + 1, step))
         self.frame_before = context.scene.frame_current
         self.pose_before = PoseSnapshot(obj)  # unkeyed edits included
@@ -160,7 +163,9 @@ class Baker:
         self.movable = movable_bones(obj, edit.bone if edit else "", chain_length, keep_root=not move_root)
         self.model: RigModel | None = None
         self.results: dict[int, dict] = {}  # frame -> bone -> (rotation values, location or None)
-        self.max_pin_error = 0.0
+        self.max_pin_error = 0.0  # [m] measured on the evaluated pose once the action is written
+        self.goal_log: dict[int, tuple] = {}  # frame -> (bones, anchors, targets, weights, iterations)
+        self.worst: tuple[int, Measured] | None = None  # the worst frame, evaluated
         self.bones: set[str] = set()  # every bone a solve has written
         self.index = 0
         self._previous = None  # (model layout, animated q, solved q, release state) of the last frame
@@ -190,11 +195,12 @@ class Baker:
         """Where each fixed pin holds: its own location, or (with a frame range) where its
         bone was on the first frame of the range."""
         goals = {}
+        reach = rig_reach(self.obj)
         for i, pin in enumerate(self.settings.pins):
             if pin.follow or not pin.enabled or pin.bone not in self.names:
                 continue
             if pin.frame_start == 0 and pin.frame_end == 0:
-                goals[i] = np.array(pin.location, dtype=float)
+                goals[i] = check_goal_point(f"The location of the pin on '{pin.bone}'", pin.location, reach)
             else:
                 model = self.pose(pin.frame_start)
                 goals[i] = self._point(model, model.skeleton.forward(model.q0), pin.bone, pin.anchor)
@@ -217,7 +223,7 @@ class Baker:
         self.index += 1
         model = self.pose(frame)
         animated = model.skeleton.forward(model.q0)
-        goals = []
+        goals, log = [], []
         edit = self.edit
         # An edit is prioritised as its drag is: below the pins (they hold, it takes what is
         # left), or with pins_first off, above them.
@@ -225,10 +231,12 @@ class Baker:
         for pin, target in self.pin_targets(frame, model, animated):
             joint, local = model.anchor_local(pin.bone, pin.anchor)
             goals.append(PositionGoal(joint, local, target, weight=pin.weight, priority=pin_priority))
+            log.append((pin.bone, pin.anchor, target, pin.weight))
         if edit is not None:
             joint, local = model.anchor_local(edit.bone, edit.anchor)
             target = self._point(model, animated, edit.bone, edit.anchor) + edit.weight(frame) * edit.displacement
             goals.append(PositionGoal(joint, local, target, priority=edit_priority))
+            log.append((edit.bone, edit.anchor, target, 1.0))
         # Continuity: each joint that moves a goal starts from the last frame's solution
         # moved by the animation's own change (the last frame's correction carried over).
         # A joint that moves no goal any more (its pin ended) lets its correction go over
@@ -259,9 +267,10 @@ class Baker:
         self._previous = (model.layout, model.q0.copy(), result.q.copy(), held, age)
         self.results[frame] = model.channels(result.q)
         self.bones.update(model.bones)
-        error = float(result.errors.max(initial=0.0))
-        self.max_pin_error = max(self.max_pin_error, error)
-        return error
+        if log:
+            bones, anchors, targets, weights = zip(*log)
+            self.goal_log[frame] = (list(bones), anchors, np.array(targets), weights, result.iterations)
+        return float(result.errors.max(initial=0.0))
 
     def finish(self, in_place: bool = False):
         """Copy the action, write every baked frame into the copy, assign it (``in_place``:
@@ -280,8 +289,42 @@ class Baker:
                 obj.animation_data.action_extrapolation = "NOTHING"
             keyframes.assign_action(obj, baked)
         _write_keys(obj, self.results)
+        self.verify()
         self.context.scene.frame_set(self.frame_before)
         return baked
+
+    def verify(self) -> None:
+        """Measure every baked frame's goals on the pose Blender evaluates from the written
+        action (constraints and drivers included), and record the worst frame's figures."""
+        scene = self.context.scene
+        tolerance = self.settings.tolerance
+        for frame, (bones, anchors, targets, weights, _) in sorted(self.goal_log.items()):
+            scene.frame_set(frame)
+            goals = GoalSet(bones, anchors, targets, weights)
+            measured = measure(goals, anchor_points(self.obj, bones, goals.anchors), tolerance)
+            worst = float(measured.errors[measured.counted].max(initial=0.0))
+            if self.worst is None or worst > self.max_pin_error:
+                self.worst, self.max_pin_error = (frame, measured), worst
+        if self.worst is not None:
+            self._record()
+
+    def _record(self) -> None:
+        frame, measured = self.worst
+        bones, _, _, _, iterations = self.goal_log[frame]
+        missed = [i for i in range(len(bones)) if measured.counted[i] and not measured.met[i]]
+        message = ""
+        if missed:
+            i = max(missed, key=lambda k: measured.errors[k])
+            message = (f"'{bones[i]}' is {measured.errors[i] * 1000:.2f} mm off on frame {frame} in the evaluated "
+                       f"pose ({len(missed)} goal(s) missed on that frame)")
+        edit = self.edit is not None
+        record(self.settings.last_solve, Figures(
+            SolveResult(np.zeros(0), iterations, measured.errors, measured.converged),
+            drag_error=float(measured.errors[-1]) if edit else 0.0,
+            max_pin_error=float(measured.errors[:-1 if edit else None][measured.counted[:-1 if edit else None]]
+                                .max(initial=0.0)),
+            milliseconds=1000.0 * (time.perf_counter() - self.started), converged=measured.converged,
+            message=message))
 
     def keep(self, frames) -> None:
         """Record the animation as it is on ``frames`` (for the solved bones), so that keys
