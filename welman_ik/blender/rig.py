@@ -98,7 +98,7 @@ def fixed_channels(pose_bone, translating: bool = False) -> tuple:
 
 
 def inherited_scale(mode: str, frame_scale: np.ndarray, parent_scale: np.ndarray) -> np.ndarray:
-    """The scale (3,) a child's frame applies to its parent's frame (which carries
+    """The scale (3,) a child's orientation applies to its parent's frame (which carries
     ``frame_scale`` from above, but not the parent's own pose scale ``parent_scale``), per
     Blender's ``inherit_scale``: 'FULL', 'ALIGNED', 'AVERAGE' and 'FIX_SHEAR' take the
     parent's scale (for uniform scales they agree); 'NONE' and 'NONE_LEGACY' drop every
@@ -107,6 +107,12 @@ def inherited_scale(mode: str, frame_scale: np.ndarray, parent_scale: np.ndarray
     if mode in {"NONE", "NONE_LEGACY"}:
         return 1.0 / frame_scale
     return np.asarray(parent_scale, dtype=float)
+
+
+def rel_linear_before(slides: dict, before_location: np.ndarray) -> np.ndarray:
+    """The linear part (3, 3) that the joints before a bone's first hinge already apply
+    relative to its parent's frame: the slides' frame, or none."""
+    return before_location[:3, :3] if slides else np.eye(3)
 
 
 ROTATION_SLOTS = {"rotation_quaternion": 1, "rotation_euler": 2, "rotation_axis_angle": 3}
@@ -174,13 +180,14 @@ class RigModel:
         if not np.all(np.isfinite(world)) or abs(np.linalg.det(world[:3, :3])) < 1e-12:
             raise RigError(f"Armature '{obj.name}' has a degenerate transform (zero scale?)")
 
-        parent, prismatic, axis, rest, lower, upper, mobility = [], [], [], [], [], [], []
+        parent, prismatic, axis, rest, lower, upper, mobility, inheriting = [], [], [], [], [], [], [], []
         self.bones: dict[str, BoneJoints] = {}
         movable_set = None if movable_names is None else set(movable_names)
         frame_scale: dict[str, np.ndarray] = {}  # scale the frame of each bone carries from above
 
-        def add(p, is_slide, ax, rest_m, lo, hi, mob):
+        def add(p, is_slide, ax, rest_m, lo, hi, mob, inherit=True):
             parent.append(p)
+            inheriting.append(inherit)
             prismatic.append(is_slide)
             axis.append(ax)
             rest.append(rest_m)
@@ -197,22 +204,21 @@ class RigModel:
             moves = movable_set is None or name in movable_set
             scale = np.array(pb.scale, dtype=float)
             if pb.parent is None:
-                parent_joint = -1
+                parent_joint, parent_scale, above = -1, np.ones(3), np.ones(3)
                 offset = _np(bone.matrix_local)
-                above = np.ones(3)
-                frame_scale[name] = np.ones(3)
             else:
                 up = self.bones[pb.parent.name]
-                parent_joint = up.frame_joint
+                parent_joint, parent_scale = up.frame_joint, up.scale
                 offset = _np(pb.parent.bone.matrix_local.inverted() @ bone.matrix_local)
-                above = inherited_scale(bone.inherit_scale, frame_scale[pb.parent.name], up.scale)
-                frame_scale[name] = frame_scale[pb.parent.name] * above
-            # Where the location channels act: along the bone's rest axes (local location),
-            # else along the parent's axes; a connected bone's location is ignored.
+                above = frame_scale[pb.parent.name]
+            inherits = pb.parent is None or bone.use_inherit_rotation
+            # The head and the location channels ride on the parent's whole pose (Blender's
+            # loc_mat), scale included, whatever the inheritance; the location acts along the
+            # bone's rest axes (local location) or the parent's; a connected bone ignores it.
+            full = np.diag([*parent_scale, 1.0])
             has_location = pb.parent is None or not bone.use_connect
-            local_location = bone.use_local_location
-            before_location = np.diag([*above, 1.0]) @ (offset if local_location else np.eye(4))
-            after_location = np.eye(4) if local_location else offset
+            before_location = full @ offset if bone.use_local_location else full
+            after_location = np.eye(4) if bone.use_local_location else offset
             slides = {}
             if has_location and (pb.parent is None or name in translating):
                 for i, letter in enumerate(AXES):
@@ -223,13 +229,21 @@ class RigModel:
                             1.0 if free else 0.0)
                     slides[letter] = j
                     parent_joint = j
-                rel = after_location
+                rel = after_location.copy()
             elif has_location:
                 loc = np.eye(4)
                 loc[:3, 3] = np.array(pb.location, dtype=float)
                 rel = before_location @ loc @ after_location
             else:
-                rel = np.diag([*above, 1.0]) @ offset
+                rel = full @ offset
+            # The orientation and scale the bone's frame takes (Blender's rotscale_mat).
+            kept = inherited_scale(bone.inherit_scale, above, parent_scale)
+            frame_scale[name] = above * kept
+            if not inherits:  # the rest orientation in armature space, relative to the base
+                rel[:3, :3] = _np(bone.matrix_local)[:3, :3] * frame_scale[name]
+            else:  # relative to the frame the slides or the parent left
+                rel[:3, :3] = np.linalg.solve(rel_linear_before(slides, before_location),
+                                              np.diag(kept) @ offset[:3, :3])
             order = bone_order(pb)
             hinges = {}
             for k, letter in enumerate(reversed(order)):  # Euler 'XYZ' is Rz @ Ry @ Rx
@@ -244,7 +258,7 @@ class RigModel:
                     lo, hi = -np.inf, np.inf  # a frozen joint stays where it is, limits or not
                 ax = np.zeros(3)
                 ax[i] = 1.0
-                j = add(parent_joint, False, ax, rel if k == 0 else np.eye(4), lo, hi, mob)
+                j = add(parent_joint, False, ax, rel if k == 0 else np.eye(4), lo, hi, mob, inherits or k > 0)
                 hinges[letter] = j
                 parent_joint = j
             self.bones[name] = BoneJoints(name, hinges, slides, parent_joint, scale, bone.length, order,
@@ -256,7 +270,7 @@ class RigModel:
         self.skeleton = Skeleton(
             parent=np.array(parent), prismatic=np.array(prismatic), axis=np.array(axis),
             rest=np.array(rest), lower=self.limits[0], upper=self.limits[1],
-            mobility=np.array(mobility), base=world,
+            mobility=np.array(mobility), base=world, inherits=np.array(inheriting),
         )
         self._start(self._read())
 

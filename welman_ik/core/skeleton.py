@@ -10,7 +10,25 @@ parent's frame) and ``M_i`` rotates by ``q_i`` radians about ``axis_i`` (revolut
 translates by ``q_i`` metres along it (prismatic). The frame of joint -1 is ``base``,
 any affine 4x4 (an armature object's world matrix, scale included).
 
-Everything is computed over all joints at once, one batched product per tree depth.
+A joint with ``inherits[i]`` False (Blender's ``use_inherit_rotation`` off, BONE_HINGE)
+keeps its head on the parent's pose but not the parent's orientation:
+
+    F_i = [[B R_i, F_parent(i) @ [t_i; 1]], [0, 1]] @ M_i(q_i),
+
+with B the linear part of ``base`` and (R_i, t_i) the linear part and offset of
+``rest_i``. Its subtree is then a translate of one hung from [[B, 0], [0, 1]]: with
+G_i = [[B R_i, 0], [0, 1]] M_i and G_k = G_parent(k) rest_k M_k below it,
+F_k = T(x_i) G_k (T: translation) down to the next non-inheriting joint, where the head
+is x_i = F_parent(i) @ [t_i; 1], i.e. x_i = x_h + G_parent(i) @ [t_i; 1] with h the
+nearest non-inheriting joint above i (x_h = 0 if none).
+
+Rotating joint j therefore moves a point on a joint below it rigidly only down to the
+first non-inheriting joint h under j on the way; below h only the translation of h's
+head x_h is passed on, so the point moves as x_h does (``Skeleton.lever``).
+
+Everything is computed over all joints at once: ceil(log2(depth + 2)) batched products
+(pointer jumping, each non-inheriting joint starting a product of its own), then one
+shift of each non-inheriting subtree by its head.
 """
 
 from __future__ import annotations
@@ -56,6 +74,15 @@ class Skeleton:
     mobility:  (n,) in [0, 1]: Welman's stiffness factor; 0 freezes the joint, 1 is free.
                (Blender's ``ik_stiffness`` s maps to mobility 1 - s.)
     base:      (4, 4) affine frame of the tree's root.
+    inherits:  (n,) bool, default all True. False: the joint's orientation does not follow
+               its parent's pose; the linear part of ``rest`` is then taken relative to the
+               base frame, its offset still relative to the parent's posed frame (see the
+               module docstring). No effect on a joint whose parent is -1.
+
+    Derived: ``ancestors`` (n, n) bool, ``ancestors[i, j]``: j is i or above i;
+    ``detached`` (m,) the joints that do not inherit (parent >= 0 only);
+    ``lever`` (n, n) int, ``lever[k, j]``: the first joint strictly below j on the path
+    to k that does not inherit (-1: none), through whose head joint j moves points on k.
     """
 
     parent: np.ndarray
@@ -66,6 +93,7 @@ class Skeleton:
     upper: np.ndarray
     mobility: np.ndarray
     base: np.ndarray = field(default_factory=lambda: np.eye(4))
+    inherits: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         n = len(self.parent)
@@ -83,9 +111,14 @@ class Skeleton:
         for name in ("lower", "upper", "mobility"):
             object.__setattr__(self, name, np.asarray(getattr(self, name), dtype=float).reshape(n))
         object.__setattr__(self, "base", np.asarray(self.base, dtype=float).reshape(4, 4))
+        inherits = np.ones(n, dtype=bool) if self.inherits is None else np.asarray(self.inherits, dtype=bool)
+        object.__setattr__(self, "inherits", inherits.reshape(n).copy())
+        detached = ~self.inherits & (parent >= 0)  # a root's parent frame is the base anyway
+        object.__setattr__(self, "detached", np.flatnonzero(detached))
 
         depth = np.zeros(n, dtype=np.intp)
         ancestors = np.zeros((n, n), dtype=bool)  # ancestors[i, j]: j is i or above i
+        lever = np.full((n, n), -1, dtype=np.intp)
         # Mirroring frames flip the cross product: +-1 per joint, from the fixed transforms.
         flips = np.sign(np.linalg.det(self.rest[:, :3, :3])) if n else np.zeros(0)
         handedness = np.empty(n)
@@ -95,23 +128,50 @@ class Skeleton:
             if p >= 0:
                 depth[i] = depth[p] + 1
                 ancestors[i] = ancestors[p]
-                handedness[i] = handedness[p] * flips[i]
+                lever[i] = lever[p]
+                if detached[i]:
+                    lever[i, ancestors[p] & (lever[p] < 0)] = i
+                    handedness[i] = base_flip * flips[i]
+                else:
+                    handedness[i] = handedness[p] * flips[i]
             else:
                 handedness[i] = base_flip * flips[i]
             ancestors[i, i] = True
         levels = [np.flatnonzero(depth == d) for d in range(int(depth.max(initial=-1)) + 1)]
         object.__setattr__(self, "ancestors", ancestors)
+        object.__setattr__(self, "lever", lever)
         object.__setattr__(self, "levels", levels)
         # Forward kinematics by pointer jumping: slot n holds the base frame, slot n + 1
         # the identity. Each round composes every frame with the partial product of the
         # joint its pointer names and doubles the pointer, so a tree of depth d takes
-        # ceil(log2(d + 2)) batched products instead of d.
+        # ceil(log2(d + 2)) batched products instead of d. A non-inheriting joint h starts
+        # a product of its own, from [[B R_h, 0], [0, 1]] (slot n + 1): that gives G_k with
+        # F_k = T(x_h) G_k for every k whose nearest non-inheriting ancestor-or-self is h.
         pointer = np.concatenate([np.where(parent < 0, n, parent), [n + 1, n + 1]])
+        pointer[self.detached] = n + 1
         rounds = []
         while np.any(pointer[: n + 1] != n + 1):
             rounds.append(pointer)
             pointer = pointer[pointer]
         object.__setattr__(self, "_rounds", rounds)
+        d = self.detached
+        fk_rest = self.rest.copy()
+        fk_rest[d, :3, :3] = self.base[:3, :3] @ self.rest[d, :3, :3]
+        fk_rest[d, :3, 3] = 0.0
+        object.__setattr__(self, "_fk_rest", fk_rest)
+        # Heads: x_h = sum of g_h' = G_parent(h') @ [t_h'; 1] over the non-inheriting
+        # ancestors-or-self h' of h; joint k is shifted by the head of its nearest
+        # non-inheriting ancestor-or-self, so all shifts are one product ``_shift @ g``.
+        nearest = np.zeros((n, len(d)))
+        for i in range(n):
+            if detached[i]:
+                nearest[i, np.searchsorted(d, i)] = 1.0
+            elif parent[i] >= 0:
+                nearest[i] = nearest[parent[i]]
+        object.__setattr__(self, "_shift", nearest @ ancestors[np.ix_(d, d)])
+        offsets = np.ones((len(d), 4, 1))
+        offsets[:, :3, 0] = self.rest[d, :3, 3]
+        object.__setattr__(self, "_head_offsets", offsets)
         # With rotations and uniform scales only, a hinge's Jacobian column is simply
         # unit(world axis) x (p - o); shears or non-uniform scales need the general form.
         linear = np.concatenate([self.rest[:, :3, :3], self.base[None, :3, :3]])
@@ -140,12 +200,17 @@ class Skeleton:
         motion[rev, :3, :3] = axis_angle_matrices(self.axis[rev], q[rev])
         motion[self.prismatic, :3, 3] = self.axis[self.prismatic] * q[self.prismatic, None]
         stack = np.empty((n + 2, 4, 4))
-        stack[:n] = self.rest @ motion
+        stack[:n] = self._fk_rest @ motion
         stack[n] = self.base
         stack[n + 1] = np.eye(4)
         for pointer in self._rounds:
             stack = stack[pointer] @ stack
-        return Kinematics(self, q, stack[:n])
+        frames = stack[:n]
+        d = self.detached
+        if d.size:  # F_k = T(x_h) G_k: shift each detached subtree to its head
+            g = (frames[self.parent[d], :3] @ self._head_offsets)[:, :, 0]
+            frames[:, :3, 3] += self._shift @ g
+        return Kinematics(self, q, frames)
 
 
 class Kinematics:
@@ -158,6 +223,7 @@ class Kinematics:
         self._axes = None
         self._signed_unit_axes = None
         self._linear_inverse = None
+        self._heads = None
 
     @property
     def origins(self) -> np.ndarray:
@@ -171,6 +237,26 @@ class Kinematics:
             self._axes = np.einsum("nij,nj->ni", self.frames[:, :3, :3], self.skeleton.axis)
         return self._axes
 
+    @property
+    def heads(self) -> np.ndarray:
+        """Each joint's origin before its own motion, F_parent(i) @ [t_i; 1] (n, 3): where a
+        non-inheriting joint's head rides on its parent."""
+        if self._heads is None:
+            sk = self.skeleton
+            parents = np.concatenate([self.frames, sk.base[None]])[sk.parent]  # -1: the base
+            self._heads = np.einsum("nij,nj->ni", parents[:, :3, :3], sk.rest[:, :3, 3]) + parents[:, :3, 3]
+        return self._heads
+
+    def lever_points(self, joints: np.ndarray, points: np.ndarray) -> np.ndarray:
+        """(k, n, 3): the point through which each joint j moves world ``points`` (k, 3)
+        riding on ``joints`` (k,): the head of ``skeleton.lever[joint, j]`` if there is
+        one (below it only translation is passed on), else the point itself."""
+        sk = self.skeleton
+        if not sk.detached.size:
+            return np.broadcast_to(points[:, None, :], (len(points), sk.size, 3))
+        lever = sk.lever[joints]
+        return np.where((lever >= 0)[:, :, None], self.heads[lever], points[:, None, :])
+
     def points(self, joints: np.ndarray, local: np.ndarray) -> np.ndarray:
         """World positions (k, 3) of points ``local`` (k, 3) fixed in the frames of ``joints`` (k,)."""
         f = self.frames[joints]
@@ -179,11 +265,13 @@ class Kinematics:
     def point_jacobian(self, joints: np.ndarray, points: np.ndarray) -> np.ndarray:
         """d(point)/dq (k, 3, n) for world ``points`` (k, 3) riding on ``joints`` (k,).
 
-        Revolute column: A (a x A^-1 (p - o)), which is the familiar (A a) x (p - o)
-        when the frame's linear part A is a rotation; prismatic column: A a.
+        Revolute column: A (a x A^-1 (x - o)), which is the familiar (A a) x (x - o)
+        when the frame's linear part A is a rotation; prismatic column: A a. Here x is
+        the point p itself, or, when a non-inheriting joint h lies between the joint and
+        the point, h's head (``lever_points``): below h the rotation only translates.
         """
         sk = self.skeleton
-        rel = points[:, None, :] - self.origins[None, :, :]  # (k, n, 3)
+        rel = self.lever_points(joints, points) - self.origins[None, :, :]  # (k, n, 3)
         if sk.conformal:
             if self._signed_unit_axes is None:
                 axes = self.world_axes

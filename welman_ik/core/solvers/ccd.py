@@ -11,6 +11,11 @@ A prismatic joint steps by the weighted mean of (d - p) . a. Each step is scaled
 joint's mobility (Welman's stiffness) and clipped to the limits, so the weighted error
 never grows. The frames proximal to a joint do not change while the sweep works down
 to it, so one forward pass per sweep suffices; effector points are moved along.
+
+Below a joint h that does not inherit its parent's rotation, a hinge j above h only
+translates: a goal point p on h's subtree moves as h's head x_h does, p = x_h + c with
+c fixed, so for j the effector is x_h and the target d - c (``Skeleton.lever``); the
+heads are moved along with the points.
 """
 
 from __future__ import annotations
@@ -46,19 +51,40 @@ def _sweep(problem: Problem, q: np.ndarray, kin, weights: np.ndarray, order: np.
     sk = problem.skeleton
     q = q.copy()
     joints, points, targets, w = _pairs(problem, kin, weights)
-    distal = sk.ancestors[joints]  # (k, n): pair k moves with joint j
+    k = len(joints)
+    # Riders: the effector points, then the heads of the non-inheriting joints (points on
+    # their parents). A hinge moves rider r through source[r, j]: r itself, or the head of
+    # the first non-inheriting joint below the hinge (below it only translation passes).
+    detached = sk.detached
+    levered = detached.size > 0
+    riders = joints
+    if levered:
+        riders = np.concatenate([joints, sk.parent[detached]])
+        points = np.vstack([points, kin.heads[detached]])
+        lever = sk.lever[riders]
+        slot = np.empty(sk.size, dtype=np.intp)
+        slot[detached] = k + np.arange(detached.size)
+        source = np.where(lever >= 0, slot[lever], np.arange(len(riders))[:, None])
+    distal = sk.ancestors[riders]  # (r, n): rider r moves with joint j
     origins = kin.origins
     world_axes = kin.world_axes
     handedness = sk.handedness  # a mirrored frame turns a positive angle into a negative rotation
     for j in order:
         sel = distal[:, j]
-        ww = w[sel]
+        goal_sel = sel[:k]
+        ww = w[goal_sel]
         total = float(ww.sum())
-        if not sel.any() or total <= 0.0:
+        if not goal_sel.any() or total <= 0.0:
             continue
         o = origins[j]
-        p = points[sel] - o
-        d = targets[sel] - o
+        if levered:  # p = x + (p - x) with p - x fixed: aim x at target - (p - x)
+            lever_points = points[source[sel, j]]
+            p = lever_points[: len(ww)] - o
+            d = targets[goal_sel] - (points[:k][goal_sel] - lever_points[: len(ww)]) - o
+        else:
+            lever_points = points[sel]
+            p = lever_points - o
+            d = targets[sel] - o
         if sk.prismatic[j]:
             v = world_axes[j]
             step = float(ww @ ((d - p) @ v)) / (total * float(v @ v))
@@ -79,8 +105,12 @@ def _sweep(problem: Problem, q: np.ndarray, kin, weights: np.ndarray, order: np.
             points[sel] += step * world_axes[j]
         else:
             c, s = math.cos(handedness[j] * step), math.sin(handedness[j] * step)
-            rotated = p * c + cross(a, p) * s + a * (p @ a)[:, None] * (1.0 - c)
-            points[sel] = o + rotated
+            r = lever_points - o if levered else p
+            rotated = r * c + cross(a, r) * s + a * (r @ a)[:, None] * (1.0 - c)
+            if levered:
+                points[sel] += rotated - r
+            else:
+                points[sel] = o + rotated
     return q
 
 

@@ -3,8 +3,10 @@
 The step is dq = alpha K J^T W e: the gradient of the weighted squared error, with a
 per-joint gain K_i = mobility_i / sum_g w_g r_ig^2, where r_ig is the distance from
 joint i to goal g's effector (the link-length scaling of section 4.1.4; for a sliding
-joint the lever is 1). This makes the step independent of units and of how far a
-joint is from its effectors.
+joint the lever is 1; past a joint that does not inherit its parent's rotation, r_ig
+is the distance to that joint's head, which is what joint i turns; see
+``Kinematics.lever_points``). This makes the step independent of units and of how far
+a joint is from its effectors.
 
 Safeguard: a step that would increase the weighted error is halved until it does not
 (backtracking), and alpha grows back towards 1 after each accepted step, so the method
@@ -49,7 +51,7 @@ class _Descent:
         gradient = jac.T @ e
         joints, points, _, w = _pairs(self.problem, kin, self.weights)
         distal = sk.ancestors[joints]  # (k, n)
-        arm2 = np.sum((points[:, None, :] - kin.origins[None, :, :]) ** 2, axis=2)
+        arm2 = np.sum((kin.lever_points(joints, points) - kin.origins[None, :, :]) ** 2, axis=2)
         lever2 = np.where(sk.prismatic[None, :], np.sum(kin.world_axes**2, axis=1)[None, :], arm2)
         denominator = np.sum(w[:, None] * distal * lever2, axis=0)
         gain = np.where(movable & (denominator > 0), sk.mobility / np.maximum(denominator, 1e-300), 0.0)
