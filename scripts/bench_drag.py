@@ -8,9 +8,10 @@ What it measures
 
     Welman IK, for each of its solvers (CCD, Jacobian transpose, SR inverse): one
     ``DragSolver`` built once per drag (the hinge-tree model is cached, as in a modal
-    drag), then per step ``solve(target)``, ``apply(figures, frame, key=False)`` and
-    ``bpy.context.view_layer.update()`` (what the viewport needs to redraw). Each solve
-    starts from the previous step's solution.
+    drag), then per step ``solve(target)`` and ``apply(figures)``, which writes the pose,
+    lets Blender evaluate it (``view_layer.update()``, what the viewport needs to redraw
+    anyway) and measures the goals there. Each solve starts from the previous step's
+    solution.
 
     Blender, on a fresh copy of the scene: one IK constraint per pinned bone and one on
     ``hand.R`` (``chain_count=0``: up to the root bone, ``use_tail=True``, no stretch),
@@ -149,7 +150,7 @@ def drag_step(solver: DragSolver, target: np.ndarray, frame: float):
     started = time.perf_counter()
     figures = solver.solve(target)
     solved = time.perf_counter()
-    figures = solver.apply(figures, frame, key=False)  # writes, evaluates and measures
+    figures = solver.apply(figures)  # writes, evaluates and measures
     done = time.perf_counter()
     return figures, 1000.0 * (solved - started), 1000.0 * (done - started)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -96,3 +97,20 @@ def pin(obj, names, **options) -> None:
     scenes.select(obj, names)
     assert bpy.ops.welman_ik.pin(**options) == {"FINISHED"}
     scenes.select(obj, ())
+
+
+_exit_status = 0
+
+
+def pytest_sessionfinish(session, exitstatus):
+    global _exit_status
+    _exit_status = int(exitstatus)
+
+
+def pytest_unconfigure(config):
+    """End the process once pytest has reported: a process that imports bpy as a module can
+    hang at exit while Python classes are registered (ours, or the UI script of a rig that
+    Rigify generated in a test)."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(_exit_status)

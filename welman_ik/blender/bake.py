@@ -19,7 +19,16 @@ from ..core import SOLVERS, PositionGoal, Problem, SolveResult
 from . import keyframes
 from .evaluated import GoalSet, Measured, anchor_points, measure
 from .rig import PoseSnapshot, RigError, RigModel, chain_to_root
-from .solve import SOLVABLE_PIN_KINDS, Figures, check_goal_point, check_pin_bones, movable_bones, record, rig_reach
+from .solve import (
+    SOLVABLE_PIN_KINDS,
+    Figures,
+    check_goal_bones,
+    check_goal_point,
+    check_pin_bones,
+    movable_bones,
+    record,
+    rig_reach,
+)
 
 SUFFIX = ".welman_bake"
 ACTIVE, RELEASED = -1, 1 << 30  # a joint's frames since its last goal: moving one now, long ago
@@ -156,6 +165,7 @@ class Baker:
         self.pose_before = PoseSnapshot(obj)  # unkeyed edits included
         pinned = {p.bone for f in self.frames for p in self._pins(f)}
         self.names = sorted(pinned | ({edit.bone} if edit is not None else set()))
+        check_goal_bones(obj, edit.bone if edit is not None else None, sorted(pinned))
         chains = {pb.name for name in self.names for pb in chain_to_root(obj.pose.bones[name])}
         self.sampler = Sampler(context.scene, obj, chains, direct)
         # A motion edit moves the edited bone's chain (the chain_length setting), as its drag does.

@@ -20,6 +20,7 @@ import numpy as np
 from mathutils import Euler, Matrix, Quaternion, Vector
 
 from ..core import Skeleton
+from . import driven
 from .keyframes import rotation_path
 
 HINGE_ORDER = "XYZ"  # Euler order used to split quaternion and axis-angle rotations
@@ -157,25 +158,81 @@ class PoseSnapshot:
                 setattr(pb, channel, value)
 
 
+class Carriers:
+    """Each bone's parent in the hinge tree: its own parent, or for a parentless bone the
+    bone a constraint re-parents it to rigidly (``driven.rigid_parent``)."""
+
+    def __init__(self, obj):
+        self.pose_bones = obj.pose.bones
+        self.rigid = {pb.name: found for pb in self.pose_bones
+                      if pb.parent is None and (found := driven.rigid_parent(obj, pb)) is not None}
+        self._chains: dict[str, list[str]] = {}
+
+    def parent(self, name: str) -> str | None:
+        pb = self.pose_bones[name]
+        if pb.parent is not None:
+            return pb.parent.name
+        found = self.rigid.get(name)
+        return found[0] if found is not None else None
+
+    def chain(self, name: str) -> list[str]:
+        """The bone and its carriers up to the root (a cycle ends the chain)."""
+        if name not in self._chains:
+            chain, seen = [], set()
+            while name is not None and name not in seen:
+                chain.append(name)
+                seen.add(name)
+                name = self.parent(name)
+            self._chains[chain[0]] = chain
+            return chain
+        return self._chains[name]
+
+    def offset(self, name: str) -> np.ndarray:
+        """The bone's rest transform in its carrier's rest frame (4, 4): Blender's
+        ``offs_bone`` for a real parent; for an Armature constraint the same (it deforms by
+        the target's pose relative to its rest); for a Child Of, its inverse matrix."""
+        pb = self.pose_bones[name]
+        carrier = self.parent(name)
+        rest = pb.bone.matrix_local
+        if pb.parent is None and self.rigid[name][1] == "CHILD_OF":
+            constraint = next(c for c in reversed(pb.constraints) if c.type == "CHILD_OF" and c.subtarget == carrier)
+            return _np(constraint.inverse_matrix @ rest)
+        return _np(self.pose_bones[carrier].bone.matrix_local.inverted() @ rest)
+
+
 class RigModel:
     """The hinge tree of the bones that take part in one solve, and the way back."""
 
-    def __init__(self, obj, bone_names, movable_names=None, translating=()):
+    def __init__(self, obj, bone_names, movable_names=None, translating=(), keep_free=(), fixed_roots=False):
         """``bone_names``: pinned and dragged bones; every bone between them and their root
         takes part. ``movable_names``: the bones the solver may move (None: all of them).
         ``translating``: bones (not connected to their parent) whose location channels are
-        joints too, as the root's are."""
+        joints too, as the root's are (``fixed_roots``: the roots' location is then held,
+        the translating bone moves instead). Bones the rig drives by constraints or drivers, and
+        bones hidden from the user (rig mechanics), stay in the tree but never move, except
+        hidden ones in ``keep_free``.
+
+        A parentless bone that a constraint re-parents rigidly (an Armature constraint with
+        one bone at full weight, or a Child Of), as Rigify's parent-switch bones are, hangs
+        from that bone in the tree, so moving it moves the bone as Blender will."""
         if obj is None or obj.type != "ARMATURE":
             raise RigError("The active object is not an armature")
         pose_bones = obj.pose.bones
         missing = [n for n in bone_names if n not in pose_bones]
         if missing:
             raise RigError(f"Bone '{missing[0]}' does not exist in armature '{obj.name}'")
+        carriers = Carriers(obj)
         wanted = set()
         for name in bone_names:
-            wanted.update(pb.name for pb in chain_to_root(pose_bones[name]))
+            wanted.update(carriers.chain(name))
         # Parents first: sort by depth, then by name for stable joint numbering.
-        ordered = sorted(wanted, key=lambda n: (len(chain_to_root(pose_bones[n])), n))
+        ordered = sorted(wanted, key=lambda n: (len(carriers.chain(n)), n))
+        drives = driven.drives(obj, ordered)
+        held = driven.frozen_bones(obj, ordered) - (set(keep_free) - set(drives))
+        # A bone whose rotation the rig drives keeps the orientation Blender gave it, whatever
+        # moves above it (a world-space copy, an IK chain): the tree holds it as a bone that
+        # does not inherit rotation.
+        turned = {name for name, found in drives.items() if found.rotation}
         world = _np(obj.matrix_world)
         if not np.all(np.isfinite(world)) or abs(np.linalg.det(world[:3, :3])) < 1e-12:
             raise RigError(f"Armature '{obj.name}' has a degenerate transform (zero scale?)")
@@ -201,28 +258,31 @@ class RigModel:
             bone = pb.bone
             if bone.length < 1e-9:
                 raise RigError(f"Bone '{name}' has zero length; it cannot be solved")
-            moves = movable_set is None or name in movable_set
+            moves = (movable_set is None or name in movable_set) and name not in held
             scale = np.array(pb.scale, dtype=float)
-            if pb.parent is None:
+            carrier = carriers.parent(name)
+            if carrier is None:
                 parent_joint, parent_scale, above = -1, np.ones(3), np.ones(3)
                 offset = _np(bone.matrix_local)
             else:
-                up = self.bones[pb.parent.name]
+                up = self.bones[carrier]
                 parent_joint, parent_scale = up.frame_joint, up.scale
-                offset = _np(pb.parent.bone.matrix_local.inverted() @ bone.matrix_local)
-                above = frame_scale[pb.parent.name]
-            inherits = pb.parent is None or bone.use_inherit_rotation
+                offset = carriers.offset(name)
+                above = frame_scale[carrier]
+            inherits = (pb.parent is None or bone.use_inherit_rotation) and name not in turned
             # The head and the location channels ride on the parent's whole pose (Blender's
             # loc_mat), scale included, whatever the inheritance; the location acts along the
             # bone's rest axes (local location) or the parent's; a connected bone ignores it.
             full = np.diag([*parent_scale, 1.0])
             has_location = pb.parent is None or not bone.use_connect
-            before_location = full @ offset if bone.use_local_location else full
-            after_location = np.eye(4) if bone.use_local_location else offset
+            local_location = bone.use_local_location or pb.parent is None
+            before_location = full @ offset if local_location else full
+            after_location = np.eye(4) if local_location else offset
             slides = {}
-            if has_location and (pb.parent is None or name in translating):
+            if has_location and (carrier is None or name in translating):
+                hold = fixed_roots and carrier is None and name not in translating
                 for i, letter in enumerate(AXES):
-                    free = moves and not pb.lock_location[i]
+                    free = moves and not pb.lock_location[i] and not hold
                     ax = np.zeros(3)
                     ax[i] = 1.0
                     j = add(parent_joint, True, ax, before_location if i == 0 else np.eye(4), -np.inf, np.inf,
@@ -237,9 +297,11 @@ class RigModel:
             else:
                 rel = full @ offset
             # The orientation and scale the bone's frame takes (Blender's rotscale_mat).
-            kept = inherited_scale(bone.inherit_scale, above, parent_scale)
+            kept = inherited_scale(bone.inherit_scale if pb.parent is not None else "FULL", above, parent_scale)
             frame_scale[name] = above * kept
-            if not inherits:  # the rest orientation in armature space, relative to the base
+            if name in turned:  # as evaluated, less its own channels and scale
+                rel[:3, :3] = (_np(pb.matrix)[:3, :3] / scale) @ _np(bone_quaternion(pb).to_matrix()).T
+            elif not inherits:  # the rest orientation in armature space, relative to the base
                 rel[:3, :3] = _np(bone.matrix_local)[:3, :3] * frame_scale[name]
             else:  # relative to the frame the slides or the parent left
                 rel[:3, :3] = np.linalg.solve(rel_linear_before(slides, before_location),

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..core import SOLVERS, PositionGoal, Problem, SolveResult
-from . import keyframes
+from . import driven, keyframes
 from .evaluated import GoalSet
 from .evaluated import measure as evaluated_measure
 from .evaluated import slack as evaluated_slack
@@ -107,6 +107,7 @@ def check_goal_point(what: str, point, reach: tuple[np.ndarray, float]) -> np.nd
 
 
 CLOSE_ROUNDS = 12  # evaluate-and-correct rounds of a scripted drag or a confirm
+CORRECTION_TOLERANCE = 0.1  # of the setting: how closely a correcting round solves the model
 
 
 class DragSolver:
@@ -139,8 +140,10 @@ class DragSolver:
         self.reach = rig_reach(obj)
         targets = [check_goal_point(f"The location of the pin on '{p.bone}'", t, self.reach) for p, t in pins]
         names = [bone] + [p.bone for p, _ in pins]
+        translating = translating_bones(obj, bone)
+        check_goal_bones(obj, bone, [p.bone for p, _ in pins], translating)
         self.model = RigModel(obj, names, movable_bones(obj, bone, settings.chain_length, keep_root),
-                              translating=translating_bones(obj, bone))
+                              translating=translating, keep_free=[bone], fixed_roots=bool(translating))
         if not self.model.moves_point(bone):
             raise RigError(f"Nothing can move bone '{bone}': it and the bones above it are locked")
         pin_priority, drag_priority = (0, 1) if settings.pins_first else (1, 0)
@@ -161,24 +164,25 @@ class DragSolver:
         """The drag's world target."""
         return self.goals.targets[-1]
 
-    def problem(self, time_budget: float | None = None) -> Problem:
+    def problem(self, time_budget: float | None = None, tolerance: float | None = None) -> Problem:
         s = self.settings
         return Problem(
             skeleton=self.model.skeleton,
             goals=self.pin_goals + [self.drag_goal],
-            tolerance=s.tolerance,
+            tolerance=s.tolerance if tolerance is None else tolerance,
             max_iterations=s.max_iterations,
             damping=s.damping,
             time_budget=time_budget,
         )
 
-    def solve(self, target, time_budget: float | None = None) -> Figures:
-        """Solve the model for a new drag target (the figures are the model's until ``apply``)."""
+    def solve(self, target, time_budget: float | None = None, tolerance: float | None = None) -> Figures:
+        """Solve the model for a new drag target (the figures are the model's until ``apply``);
+        ``tolerance``: the model's own, when it must be tighter than the setting."""
         self.goals.targets[-1] = check_goal_point("The drag target", target, self.reach)
         for goal, model_target in zip(self.pin_goals + [self.drag_goal], self.goals.model_targets):
             goal.target = model_target
         started = time.perf_counter()
-        result = SOLVERS[self.settings.solver](self.problem(time_budget), self.q)
+        result = SOLVERS[self.settings.solver](self.problem(time_budget, tolerance), self.q)
         ms = 1000.0 * (time.perf_counter() - started)
         if not np.all(np.isfinite(result.q)):
             raise RigError("The solver failed (non-finite result); the pose is unchanged")
@@ -186,10 +190,10 @@ class DragSolver:
         pin_errors = result.errors[:-1]
         return Figures(result, float(result.errors[-1]), float(pin_errors.max(initial=0.0)), ms, result.converged)
 
-    def apply(self, figures: Figures, frame: float = 0, key: bool = False) -> Figures:
+    def apply(self, figures: Figures) -> Figures:
         """Write the solution onto the pose bones, measure the goals on the pose Blender
-        evaluates, take the gap as the next solve's correction, key if asked, and record the
-        evaluated figures."""
+        evaluates, take the gap as the next solve's correction, and record the evaluated
+        figures."""
         self.model.write(self.q)
         evaluated = self.goals.measure(self.obj)
         kin = self.model.skeleton.forward(self.q)
@@ -200,25 +204,39 @@ class DragSolver:
         figures = Figures(figures.result, float(measured.errors[-1]),
                           float(measured.errors[:-1][measured.counted[:-1]].max(initial=0.0)), figures.milliseconds,
                           measured.converged, explain(self, figures.result, measured))
-        if key:
-            moved = self.model.moved(self.q)
-            if moved:
-                keyframes.key_bones(self.obj, moved, frame, with_location=self.model.translated(moved))
         record(self.settings.last_solve, figures)
         return figures
 
+    def key(self, frame: float) -> None:
+        """Key the bones the solve moved (rotation; location where it is a joint)."""
+        moved = self.model.moved(self.q)
+        if moved:
+            keyframes.key_bones(self.obj, moved, frame, with_location=self.model.translated(moved))
+
     def settle(self, figures: Figures, rounds: int = CLOSE_ROUNDS) -> Figures:
         """Evaluate, and while the evaluated pose misses where the model holds, correct and
-        solve again (at most ``rounds`` times, and only while the misses shrink)."""
+        solve again: at most ``rounds`` times, until three rounds in a row bring it no
+        closer; the closest pose is the one left."""
         figures = self.apply(figures)
-        worst = np.inf
+        best, stale = (worst_miss(figures), self.q.copy(), figures), 0
         for _ in range(rounds):
-            miss = max(figures.drag_error, figures.max_pin_error)
-            if figures.converged or not self.correctable or miss >= worst:
+            if figures.converged or not self.correctable or stale >= 3:
                 break
-            worst = miss
-            figures = self.apply(self.solve(self.target))
+            # Corrections aim the model well inside the tolerance: the evaluated pose adds its
+            # own single-precision noise.
+            figures = self.apply(self.solve(self.target, tolerance=CORRECTION_TOLERANCE * self.settings.tolerance))
+            if worst_miss(figures) < best[0]:
+                best, stale = (worst_miss(figures), self.q.copy(), figures), 0
+            else:
+                stale += 1
+        if figures is not best[2]:
+            self.q = best[1]
+            figures = self.apply(best[2])
         return figures
+
+
+def worst_miss(figures: Figures) -> float:
+    return max(figures.drag_error, figures.max_pin_error)
 
 
 def explain(solver: DragSolver, result: SolveResult, measured) -> str:
@@ -246,6 +264,17 @@ def explain(solver: DragSolver, result: SolveResult, measured) -> str:
     return "; ".join(parts) + (f"; and {more} more" if more > 0 else "")
 
 
+def check_goal_bones(obj, dragged: str | None, pinned, translating=()) -> None:
+    """Refuse a drag or a pin on a bone the rig drives (constraints, IK chains, drivers): the
+    solver cannot hold it there. The message names the bone, what drives it and the control
+    to drag instead. A dragged bone driven only in rotation may still translate."""
+    names = ([dragged] if dragged else []) + [n for n in pinned if n != dragged]
+    for name, found in driven.drives(obj, names).items():
+        if name == dragged and name in translating and not found.location:
+            continue
+        raise RigError(found.message("drag" if name == dragged else "pin"))
+
+
 def translating_bones(obj, bone: str) -> set[str]:
     """The dragged bone translates, as Blender's grab does, when it is not connected to its
     parent and its location is not locked (the root bone always has its slides)."""
@@ -264,6 +293,6 @@ def drag(context, obj, bone: str, target, anchor: float = 1.0) -> Figures:
     figures = solver.settle(solver.solve(target))
     scene = context.scene
     if keyframes.should_key(settings.keyframes, scene):
-        figures = solver.apply(figures, scene.frame_current, key=True)
+        solver.key(scene.frame_current)
     move_pins_to_bone(context, obj, bone)
     return figures
