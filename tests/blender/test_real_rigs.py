@@ -65,6 +65,19 @@ def test_rigify_controls_land(rigify, bone, offset, anchor):
     check_landed(rigify, bone, target, anchor)
 
 
+def test_rigify_fk_arm_in_fk_mode(rigify):
+    """With the arm switched to FK (Rigify's IK_FK property), the FK hand control drags the
+    arm and the deforming hand follows it; the IK chain bones are then refused as before."""
+    rigify.pose.bones["upper_arm_parent.L"]["IK_FK"] = 1.0
+    rigify.update_tag()
+    bpy.context.view_layer.update()
+    target = world_point(rigify, "hand_fk.L") + np.array([0.05, -0.1, 0.1])
+    assert drag("hand_fk.L", target) == {"FINISHED"}
+    check_landed(rigify, "hand_fk.L", target, 1.0)
+    deforming = world_point(rigify, "DEF-hand.L")
+    assert np.linalg.norm(deforming - world_point(rigify, "hand_fk.L")) <= 1e-4
+
+
 def test_rigify_ik_hand_translates(rigify):
     """Dragging an IK hand control moves its location channels, as Blender's grab does."""
     target = world_point(rigify, "hand_ik.L", 0.0) + np.array([0.1, -0.1, 0.1])
