@@ -1,8 +1,10 @@
-"""The scripting surface: pin, unpin, clear_pins, lock, unlock, drag."""
+"""The scripting surface: pin, unpin, clear_pins, remove_pin, lock, unlock, drag, bake,
+detect_contacts, edit_motion."""
 
 from __future__ import annotations
 
 import contextlib
+import math
 import time
 
 import bpy
@@ -15,10 +17,35 @@ from .properties import PIN_KINDS
 from .rig import RigError
 
 
+def linked_refusal(obj) -> str:
+    """Why armature ``obj`` cannot be edited because it is linked from a library ('' when it
+    can). A library override is posed like a local armature: its pose, pins and settings are
+    its own (its armature data usually stays linked; nothing here writes to it)."""
+    library = obj.library
+    if library is None:
+        return ""
+    # ID.is_editable (not in Blender 3.4): linked data-blocks are not, except editable assets.
+    if getattr(obj, "is_editable", False):
+        return ""
+    return (f"Armature '{obj.name}' is linked from library '{library.name}' and cannot be edited; "
+            "make a library override first")
+
+
+def degenerate_transform(obj) -> bool:
+    """The armature's world matrix is not finite or not invertible (zero scale); the same
+    test the solver's rig model makes."""
+    world = np.array(obj.matrix_world, dtype=float)
+    return not np.all(np.isfinite(world)) or abs(np.linalg.det(world[:3, :3])) < 1e-12
+
+
 def armature_poll(cls, context) -> bool:
     obj = context.object
     if obj is None or obj.type != "ARMATURE":
         cls.poll_message_set("The active object is not an armature")
+        return False
+    refusal = linked_refusal(obj)
+    if refusal:
+        cls.poll_message_set(refusal)
         return False
     if obj.mode == "EDIT":
         cls.poll_message_set("Leave edit mode: Welman IK works on the pose")
@@ -36,6 +63,15 @@ class ArmatureOperator:
     @classmethod
     def poll(cls, context):
         return armature_poll(cls, context)
+
+    def refused(self, context) -> bool:
+        """Execute-time guard (poll already refuses; this keeps any other way in honest):
+        report why the active armature cannot be edited, if it cannot."""
+        obj = context.object
+        refusal = linked_refusal(obj) if obj is not None and obj.type == "ARMATURE" else ""
+        if refusal:
+            self.report({"ERROR"}, refusal)
+        return bool(refusal)
 
 
 class SelectionOperator(ArmatureOperator):
@@ -69,13 +105,29 @@ class WELMAN_IK_OT_pin(SelectionOperator, bpy.types.Operator):
     weight: FloatProperty(name="Weight", min=0.0, default=1.0, soft_max=10.0, options={"SKIP_SAVE"})
 
     def execute(self, context):
+        if self.refused(context):
+            return {"CANCELLED"}
         obj = context.object
         bones = self.selection(context)
         if not bones:
             return {"CANCELLED"}
         context.view_layer.update()
-        pins = obj.welman_ik.pins
+        if degenerate_transform(obj):
+            self.report({"ERROR"}, f"Armature '{obj.name}' has a degenerate transform (zero scale?); "
+                        "nothing was pinned")
+            return {"CANCELLED"}
+        # Every goal first, so that a bad one changes nothing.
+        goals = []
         for pb in bones:
+            location = solve.anchor_world(obj, pb, self.anchor)
+            rotation = (obj.matrix_world @ pb.matrix).to_quaternion()
+            if not (np.all(np.isfinite(location)) and all(math.isfinite(v) for v in rotation)):
+                self.report({"ERROR"}, f"Bone '{pb.name}' has no finite position (NaN or infinite pose values); "
+                            "nothing was pinned")
+                return {"CANCELLED"}
+            goals.append((pb, location, rotation))
+        pins = obj.welman_ik.pins
+        for pb, location, rotation in goals:
             pin = next((p for p in pins if p.bone == pb.name and p.kind == self.kind), None)
             if pin is None:
                 pin = pins.add()
@@ -84,42 +136,105 @@ class WELMAN_IK_OT_pin(SelectionOperator, bpy.types.Operator):
             pin.anchor = self.anchor
             pin.weight = self.weight
             pin.enabled = True
-            pin.location = solve.anchor_world(obj, pb, self.anchor)
-            pin.rotation = (obj.matrix_world @ pb.matrix).to_quaternion()
+            pin.location = location
+            pin.rotation = rotation
         obj.welman_ik.active_pin_index = len(pins) - 1
         self.report({"INFO"}, f"Pinned {len(bones)} bone(s)")
         return {"FINISHED"}
 
 
+def remove_pins(obj, indices) -> tuple[int, int]:
+    """Remove the pins at ``indices``; returns (removed, disabled).
+
+    On a library override, the pins that come from the library cannot be removed: Blender
+    keeps every item of the reference in an override's collection (only items added in the
+    override can go). Those are disabled instead, which the override does keep."""
+    settings = obj.welman_ik
+    pins = settings.pins
+    removed = disabled = 0
+    for i in sorted(set(indices), reverse=True):
+        try:
+            pins.remove(i)
+            removed += 1
+        except TypeError:  # "not supported for this collection": the library's own pin
+            if obj.override_library is None:
+                raise
+            pins[i].enabled = False
+            disabled += 1
+    settings.active_pin_index = min(settings.active_pin_index, max(len(pins) - 1, 0))
+    return removed, disabled
+
+
+def report_removed(operator, obj, removed: int, disabled: int) -> None:
+    if disabled:
+        library = obj.override_library.reference.library
+        operator.report({"WARNING"}, (f"Removed {removed} pin(s); " if removed else "")
+                        + f"{disabled} pin(s) come from library '{library.name if library else '?'}' and cannot "
+                        "be removed from the override, so they are disabled instead")
+    else:
+        operator.report({"INFO"}, f"Removed {removed} pin(s)")
+
+
 class WELMAN_IK_OT_unpin(SelectionOperator, bpy.types.Operator):
-    """Remove the pins of the selected bones"""
+    """Remove the pins of the selected bones (on a library override, the library's own pins are disabled)"""
 
     bl_idname = "welman_ik.unpin"
     bl_label = "Unpin"
 
     def execute(self, context):
+        if self.refused(context):
+            return {"CANCELLED"}
         bones = self.selection(context)
         if not bones:
             return {"CANCELLED"}
         names = {pb.name for pb in bones}
-        settings = context.object.welman_ik
-        for i in reversed(range(len(settings.pins))):
-            if settings.pins[i].bone in names:
-                settings.pins.remove(i)
-        settings.active_pin_index = min(settings.active_pin_index, max(len(settings.pins) - 1, 0))
+        obj = context.object
+        report_removed(self, obj, *remove_pins(obj, [i for i, p in enumerate(obj.welman_ik.pins) if p.bone in names]))
         return {"FINISHED"}
 
 
 class WELMAN_IK_OT_clear_pins(ArmatureOperator, bpy.types.Operator):
-    """Remove every pin of the armature"""
+    """Remove every pin of the armature (on a library override, the library's own pins are disabled)"""
 
     bl_idname = "welman_ik.clear_pins"
     bl_label = "Clear Pins"
 
     def execute(self, context):
-        settings = context.object.welman_ik
-        settings.pins.clear()
-        settings.active_pin_index = 0
+        if self.refused(context):
+            return {"CANCELLED"}
+        obj = context.object
+        report_removed(self, obj, *remove_pins(obj, range(len(obj.welman_ik.pins))))
+        obj.welman_ik.active_pin_index = 0
+        return {"FINISHED"}
+
+
+class WELMAN_IK_OT_remove_pin(ArmatureOperator, bpy.types.Operator):
+    """Remove this pin, whether or not its bone still exists (on a library override, a pin from the library is
+disabled instead)"""
+
+    bl_idname = "welman_ik.remove_pin"
+    bl_label = "Remove Pin"
+
+    # No min: a negative index from a script is refused, not clamped onto pin 0.
+    index: IntProperty(name="Index", default=0, options={"SKIP_SAVE"},
+                       description="The pin's index in the armature's pins (unset: the active pin)")
+
+    def execute(self, context):
+        if self.refused(context):
+            return {"CANCELLED"}
+        obj = context.object
+        pins = obj.welman_ik.pins
+        index = self.index if self.properties.is_property_set("index") else obj.welman_ik.active_pin_index
+        if not 0 <= index < len(pins):
+            self.report({"ERROR"}, f"Pin index {index} is out of range: armature '{obj.name}' has "
+                        f"{len(pins)} pin(s)")
+            return {"CANCELLED"}
+        bone = pins[index].bone
+        removed, disabled = remove_pins(obj, [index])
+        if disabled:
+            report_removed(self, obj, removed, disabled)
+        else:
+            self.report({"INFO"}, f"Removed the pin on '{bone}'")
         return {"FINISHED"}
 
 
@@ -127,6 +242,8 @@ class LockOperator(SelectionOperator):
     value = True
 
     def execute(self, context):
+        if self.refused(context):
+            return {"CANCELLED"}
         bones = self.selection(context)
         if not bones:
             return {"CANCELLED"}
@@ -175,6 +292,8 @@ class ModalDrag:
         return active.name
 
     def invoke(self, context, event):
+        if self.refused(context):
+            return {"CANCELLED"}
         in_viewport = context.region is not None and context.region.type == "WINDOW" and context.region_data
         # From the viewport itself (the shortcut) drag the bone under the mouse; from the
         # sidebar's button, the active bone, in the area's main view.
@@ -257,6 +376,8 @@ class WELMAN_IK_OT_drag(ModalDrag, ArmatureOperator, bpy.types.Operator):
     bl_label = "Drag"
 
     def execute(self, context):
+        if self.refused(context):
+            return {"CANCELLED"}
         obj = context.object
         bone = self._bone(context)
         if bone is None:
@@ -293,6 +414,8 @@ class WELMAN_IK_OT_detect_contacts(SelectionOperator, bpy.types.Operator):
                           description="The point along the bone that touches down: 0 head, 1 tail")
 
     def execute(self, context):
+        if self.refused(context):
+            return {"CANCELLED"}
         obj = context.object
         bones = self.selection(context)
         if not bones:
@@ -332,6 +455,8 @@ class WELMAN_IK_OT_edit_motion(ModalDrag, ArmatureOperator, bpy.types.Operator):
                          description="Frames on either side the edit blends into (unset: the armature's setting)")
 
     def execute(self, context):
+        if self.refused(context):
+            return {"CANCELLED"}
         obj, scene = context.object, context.scene
         bone = self._bone(context)
         if bone is None:
@@ -386,6 +511,8 @@ class WELMAN_IK_OT_bake(ArmatureOperator, bpy.types.Operator):
                             description="Let the root bone move too (by default it keeps its animated path)")
 
     def execute(self, context):
+        if self.refused(context):
+            return {"CANCELLED"}
         obj = context.object
         try:
             baker = bake.Baker(context, obj, self.frame_start, self.frame_end, self.step, self.move_root)
@@ -415,6 +542,8 @@ class WELMAN_IK_OT_bake(ArmatureOperator, bpy.types.Operator):
     # Interactive: a few frames per timer tick, with the progress bar and a status text;
     # Esc cancels and leaves nothing behind.
     def invoke(self, context, event):
+        if self.refused(context):
+            return {"CANCELLED"}
         scene = context.scene
         if not self.properties.is_property_set("frame_start"):
             self.frame_start = scene.frame_start
@@ -473,6 +602,7 @@ CLASSES = (
     WELMAN_IK_OT_pin,
     WELMAN_IK_OT_unpin,
     WELMAN_IK_OT_clear_pins,
+    WELMAN_IK_OT_remove_pin,
     WELMAN_IK_OT_lock,
     WELMAN_IK_OT_unlock,
     WELMAN_IK_OT_drag,

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import textwrap
+
 import bpy
+
+from .operators import linked_refusal
 
 
 class SidebarPanel:
@@ -19,10 +23,27 @@ class SidebarPanel:
 class WELMAN_IK_UL_pins(bpy.types.UIList):
     def draw_item(self, context, layout, data, item, icon, active_data, active_propname, index):
         row = layout.row(align=True)
-        row.prop(item, "enabled", text="")
-        row.label(text=item.bone, icon="PINNED" if item.enabled else "UNPINNED")
-        row.prop(item, "kind", text="", emboss=False)
-        row.prop(item, "weight", text="", emboss=False)
+        pose = data.id_data.pose
+        body = row.row(align=True)
+        if pose is not None and item.bone in pose.bones:
+            body.prop(item, "enabled", text="")
+            body.label(text=item.bone, icon="PINNED" if item.enabled else "UNPINNED")
+            body.prop(item, "kind", text="", emboss=False)
+            body.prop(item, "weight", text="", emboss=False)
+        else:
+            # Renamed or deleted: kept (the solver refuses it), greyed, with the reason.
+            body.active = False
+            body.label(text=f"bone '{item.bone}' missing", icon="ERROR")
+        row.operator("welman_ik.remove_pin", text="", icon="X", emboss=False).index = index
+
+
+def wrapped_lines(context, text: str) -> list[str]:
+    """``text`` cut into lines that fit the sidebar's width (Blender 3.4 labels do not wrap)."""
+    region = getattr(context, "region", None)
+    preferences = getattr(context, "preferences", None)
+    scale = (preferences.system.ui_scale if preferences is not None else 0.0) or 1.0  # 0 without a window
+    width = region.width if region is not None else 300
+    return textwrap.wrap(text, width=max(20, int(width / (7.0 * max(scale, 0.5))) - 4)) or [text]
 
 
 class WELMAN_IK_PT_main(SidebarPanel, bpy.types.Panel):
@@ -31,6 +52,11 @@ class WELMAN_IK_PT_main(SidebarPanel, bpy.types.Panel):
     def draw(self, context):
         layout = self.layout
         settings = context.object.welman_ik
+        refusal = linked_refusal(context.object)
+        if refusal:
+            col = layout.column(align=True)
+            for i, line in enumerate(wrapped_lines(context, refusal)):
+                col.label(text=line, icon="LIBRARY_DATA_DIRECT" if i == 0 else "BLANK1")
         layout.use_property_split = True
         layout.prop(settings, "solver")
         col = layout.column(align=True)
@@ -84,6 +110,11 @@ class WELMAN_IK_PT_last_solve(SidebarPanel, bpy.types.Panel):
         col.label(text=f"Time: {last.milliseconds:.2f} ms")
         col.label(text="Converged" if last.converged else "Not converged",
                   icon="CHECKMARK" if last.converged else "ERROR")
+        message = getattr(last, "message", "")
+        if message:
+            box = self.layout.box().column(align=True)
+            for i, line in enumerate(wrapped_lines(context, message)):
+                box.label(text=line, icon=("INFO" if last.converged else "ERROR") if i == 0 else "BLANK1")
 
 
 class WELMAN_IK_PT_bake(SidebarPanel, bpy.types.Panel):

@@ -25,6 +25,16 @@ PIN_KINDS = [
     ("POSITION", "Position", "Hold a point along the bone at a place in the world"),
 ]
 
+# Library overrides (bpy.props ``override``): an overridden armature keeps settings and pins
+# of its own in the overriding file only when every property on the way down from
+# ``Object.welman_ik`` is LIBRARY_OVERRIDABLE. The pins collection also needs USE_INSERTION
+# (pins added in the override are saved as insertions) and NO_PROPERTY_NAME: the override
+# diff otherwise matches items by their ``name``, which pins leave empty, so every insertion
+# after the first was lost on save. Pins stored in the library itself cannot be removed from
+# an override (Blender keeps every item of the reference); the operators disable them.
+OVERRIDABLE = {"LIBRARY_OVERRIDABLE"}
+OVERRIDABLE_COLLECTION = {"LIBRARY_OVERRIDABLE", "USE_INSERTION", "NO_PROPERTY_NAME"}
+
 KEYFRAME_ITEMS = [
     ("ALWAYS", "Always", "Key every solved pose"),
     ("AUTOKEY", "Auto Keying", "Key only when Blender's auto-keying is on"),
@@ -33,35 +43,40 @@ KEYFRAME_ITEMS = [
 
 
 class WELMAN_IK_Pin(bpy.types.PropertyGroup):
-    bone: StringProperty(name="Bone", description="Pose bone name")
-    kind: EnumProperty(name="Kind", items=PIN_KINDS, default="POSITION", description="What is held")
+    bone: StringProperty(name="Bone", description="Pose bone name", override=OVERRIDABLE)
+    kind: EnumProperty(name="Kind", items=PIN_KINDS, default="POSITION", description="What is held",
+                       override=OVERRIDABLE)
     anchor: FloatProperty(
         name="Anchor", min=0.0, max=1.0, default=1.0, subtype="FACTOR",
-        description="The held point along the bone: 0 head, 1 tail",
+        description="The held point along the bone: 0 head, 1 tail", override=OVERRIDABLE,
     )
     location: FloatVectorProperty(
         name="Location", size=3, subtype="TRANSLATION", unit="LENGTH",
-        description="World-space goal point",
+        description="World-space goal point", override=OVERRIDABLE,
     )
     rotation: FloatVectorProperty(
         name="Rotation", size=4, subtype="QUATERNION", default=(1.0, 0.0, 0.0, 0.0),
-        description="World-space goal orientation (w, x, y, z)",
+        description="World-space goal orientation (w, x, y, z)", override=OVERRIDABLE,
     )
     axes: BoolVectorProperty(
         name="Axes", size=3, default=(True, True, True), subtype="XYZ",
-        description="Which of the bone's own axes an orientation pin holds",
+        description="Which of the bone's own axes an orientation pin holds", override=OVERRIDABLE,
     )
     direction: FloatVectorProperty(
         name="Direction", size=3, subtype="DIRECTION", default=(0.0, 0.0, 1.0),
-        description="Line direction or plane normal, world space",
+        description="Line direction or plane normal, world space", override=OVERRIDABLE,
     )
-    radius: FloatProperty(name="Radius", min=0.0, default=0.1, unit="LENGTH", description="Region radius")
-    weight: FloatProperty(name="Weight", min=0.0, default=1.0, soft_max=10.0, description="Importance against other pins")
-    enabled: BoolProperty(name="Enabled", default=True, description="A disabled pin is kept but ignored")
+    radius: FloatProperty(name="Radius", min=0.0, default=0.1, unit="LENGTH", description="Region radius",
+                          override=OVERRIDABLE)
+    weight: FloatProperty(name="Weight", min=0.0, default=1.0, soft_max=10.0,
+                          description="Importance against other pins", override=OVERRIDABLE)
+    enabled: BoolProperty(name="Enabled", default=True, description="A disabled pin is kept but ignored",
+                          override=OVERRIDABLE)
     frame_start: IntProperty(name="Start", default=0, description="First frame the pin is in force (bake); "
-                             "start and end both 0: always")
-    frame_end: IntProperty(name="End", default=0, description="Last frame the pin is in force (bake)")
-    follow: BoolProperty(name="Follow", default=False,
+                             "start and end both 0: always", override=OVERRIDABLE)
+    frame_end: IntProperty(name="End", default=0, description="Last frame the pin is in force (bake)",
+                           override=OVERRIDABLE)
+    follow: BoolProperty(name="Follow", default=False, override=OVERRIDABLE,
                          description="Bake: the goal is where the bone's own animation puts it on each frame")
 
 
@@ -72,56 +87,61 @@ class WELMAN_IK_LastSolve(bpy.types.PropertyGroup):
     no getter callbacks: either keeps a process that imports bpy as a module from exiting.
     """
 
-    iterations: IntProperty(name="Iterations")
-    drag_error: FloatProperty(name="Drag Error", unit="LENGTH", precision=6)
-    max_pin_error: FloatProperty(name="Max Pin Error", unit="LENGTH", precision=6)
-    milliseconds: FloatProperty(name="Milliseconds", precision=2)
-    converged: BoolProperty(name="Converged")
+    iterations: IntProperty(name="Iterations", override=OVERRIDABLE)
+    drag_error: FloatProperty(name="Drag Error", unit="LENGTH", precision=6, override=OVERRIDABLE)
+    max_pin_error: FloatProperty(name="Max Pin Error", unit="LENGTH", precision=6, override=OVERRIDABLE)
+    milliseconds: FloatProperty(name="Milliseconds", precision=2, override=OVERRIDABLE)
+    converged: BoolProperty(name="Converged", override=OVERRIDABLE)
+    message: StringProperty(name="Message", override=OVERRIDABLE,
+                            description="One line: what the last solve missed and why (empty when converged)")
 
 
 class WELMAN_IK_Settings(bpy.types.PropertyGroup):
-    solver: EnumProperty(name="Solver", items=SOLVER_ITEMS, default="SR_INVERSE", description="The IK algorithm")
+    solver: EnumProperty(name="Solver", items=SOLVER_ITEMS, default="SR_INVERSE", description="The IK algorithm",
+                         override=OVERRIDABLE)
     max_iterations: IntProperty(
         name="Max Iterations", min=1, soft_max=1000, default=300,
-        description="Iterations per solve (per mouse event while dragging)",
+        description="Iterations per solve (per mouse event while dragging)", override=OVERRIDABLE,
     )
     tolerance: FloatProperty(
         name="Tolerance", min=1e-9, soft_max=0.01, default=1e-5, precision=6, unit="LENGTH",
-        description="A goal within this distance is met",
+        description="A goal within this distance is met", override=OVERRIDABLE,
     )
     damping: FloatProperty(
         name="Damping", min=1e-9, soft_max=1.0, default=1e-3, precision=5,
-        description="The SR inverse's k, relative to the scale of each task's Jacobian",
+        description="The SR inverse's k, relative to the scale of each task's Jacobian", override=OVERRIDABLE,
     )
     pins_first: BoolProperty(
-        name="Pins First", default=True,
+        name="Pins First", default=True, override=OVERRIDABLE,
         description="On conflict, pins hold and the dragged bone stops at the closest reachable point; "
         "off: the drag wins and pins yield",
     )
     chain_length: IntProperty(
-        name="Chain Length", min=0, soft_max=20, default=0,
+        name="Chain Length", min=0, soft_max=20, default=0, override=OVERRIDABLE,
         description="0: the whole body moves; N: only the dragged bone and its N - 1 nearest ancestors move",
     )
-    keyframes: EnumProperty(name="Keyframes", items=KEYFRAME_ITEMS, default="ALWAYS", description="When a solved pose is keyed")
+    keyframes: EnumProperty(name="Keyframes", items=KEYFRAME_ITEMS, default="ALWAYS",
+                            description="When a solved pose is keyed", override=OVERRIDABLE)
     contact_height: FloatProperty(
-        name="Contact Height", min=0.0, default=0.03, unit="LENGTH", precision=3,
+        name="Contact Height", min=0.0, default=0.03, unit="LENGTH", precision=3, override=OVERRIDABLE,
         description="Detect Contacts: a bone is planted within this height of its lowest point",
     )
     contact_speed: FloatProperty(
-        name="Contact Speed", min=0.0, default=0.005, unit="LENGTH", precision=4,
+        name="Contact Speed", min=0.0, default=0.005, unit="LENGTH", precision=4, override=OVERRIDABLE,
         description="Detect Contacts: a planted bone moves at most this far per frame",
     )
     contact_min_frames: IntProperty(
-        name="Contact Frames", min=1, default=5, description="Detect Contacts: the shortest plant, in frames",
+        name="Contact Frames", min=1, default=5, override=OVERRIDABLE,
+        description="Detect Contacts: the shortest plant, in frames",
     )
     motion_falloff: IntProperty(
-        name="Falloff", min=0, soft_max=100, default=10,
+        name="Falloff", min=0, soft_max=100, default=10, override=OVERRIDABLE,
         description="Frames an edit blends into on either side (Edit Motion), and over which a bake eases a "
                     "bone back onto its animation when its pin ends",
     )
-    pins: CollectionProperty(type=WELMAN_IK_Pin)
-    active_pin_index: IntProperty(name="Active Pin", default=0)
-    last_solve: PointerProperty(type=WELMAN_IK_LastSolve)
+    pins: CollectionProperty(type=WELMAN_IK_Pin, override=OVERRIDABLE_COLLECTION)
+    active_pin_index: IntProperty(name="Active Pin", default=0, override=OVERRIDABLE)
+    last_solve: PointerProperty(type=WELMAN_IK_LastSolve, override=OVERRIDABLE)
 
 
 CLASSES = (WELMAN_IK_Pin, WELMAN_IK_LastSolve, WELMAN_IK_Settings)
@@ -130,7 +150,7 @@ CLASSES = (WELMAN_IK_Pin, WELMAN_IK_LastSolve, WELMAN_IK_Settings)
 def register() -> None:
     for cls in CLASSES:
         bpy.utils.register_class(cls)
-    bpy.types.Object.welman_ik = PointerProperty(type=WELMAN_IK_Settings)
+    bpy.types.Object.welman_ik = PointerProperty(type=WELMAN_IK_Settings, override=OVERRIDABLE)
 
 
 def unregister() -> None:

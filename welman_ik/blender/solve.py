@@ -77,8 +77,7 @@ def record(last_solve, figures: Figures) -> None:
     last_solve.max_pin_error = figures.max_pin_error
     last_solve.milliseconds = figures.milliseconds
     last_solve.converged = figures.converged
-    if hasattr(last_solve, "message"):
-        last_solve.message = figures.message
+    last_solve.message = figures.message
 
 
 def rig_reach(obj) -> tuple[np.ndarray, float]:
