@@ -167,6 +167,18 @@ def child_of(rig):
     rig.pose.bones["spine.003"].rotation_quaternion = (0.98, 0.0, 0.2, 0.0)
 
 
+def armature_constraint(rig):
+    """The right shoulder has no parent: an Armature constraint carries it by the chest (as
+    Rigify's parent-switch bones are carried), then the chest turns."""
+    bpy.ops.object.mode_set(mode="EDIT")
+    rig.data.edit_bones["shoulder.R"].parent = None
+    bpy.ops.object.mode_set(mode="POSE")
+    constraint = rig.pose.bones["shoulder.R"].constraints.new("ARMATURE")
+    target = constraint.targets.new()
+    target.target, target.subtarget, target.weight = rig, "spine.003", 1.0
+    rig.pose.bones["spine.003"].rotation_quaternion = (0.98, 0.0, 0.2, 0.0)
+
+
 def child_of_parented(rig):
     """A Child Of on a bone that keeps its parent: Blender applies the target on top of the
     parent, which only the evaluated pose knows; the loop closes on it."""
@@ -195,7 +207,7 @@ def armature_object_parented(rig):
 
 
 @pytest.mark.parametrize("setup", [no_inherit_rotation, no_inherit_scale, average_scale_non_uniform,
-                                   global_location, child_of, child_of_parented, copy_rotation,
+                                   global_location, child_of, armature_constraint, child_of_parented, copy_rotation,
                                    armature_object_parented])
 def test_hand_made_rig_lands(setup):
     rig = human_with(setup)
@@ -249,7 +261,8 @@ def posed_scaled(rig):
     rig.data.bones["hand.L"].inherit_scale = "NONE"
 
 
-@pytest.mark.parametrize("setup", [no_inherit_rotation, no_inherit_scale, global_location, posed_scaled])
+@pytest.mark.parametrize("setup", [no_inherit_rotation, no_inherit_scale, global_location, posed_scaled,
+                                   child_of, armature_constraint])
 @pytest.mark.parametrize("translating", [(), ("shoulder.R", "shoulder.L")], ids=["fixed", "sliding"])
 def test_model_is_the_evaluated_pose(setup, translating):
     """Pure kinematics is modelled exactly: the hinge tree puts every bone's head and tail
