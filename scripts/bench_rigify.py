@@ -31,7 +31,7 @@ import sys
 import time
 from pathlib import Path
 
-import bpy  # first: it puts Blender's own modules (addon_utils) on the path
+import bpy  # noqa: F401 - first: it puts Blender's own modules (addon_utils) on the path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -75,18 +75,8 @@ def main(argv=None) -> int:
     meta = scenes.basic_human(pins=scenes.FEET)
     rows = {"metarig hand.R": run(meta, "hand.R", 1.0, drag_path(point(meta, "hand.R", 1.0), args.steps))}
 
-    bpy.ops.object.mode_set(mode="OBJECT")
-    scenes.select(meta, ())
-    bpy.ops.object.select_all(action="DESELECT")
-    meta.select_set(True)
-    bpy.context.view_layer.objects.active = meta
-    meta.welman_ik.pins.clear()
-    bpy.ops.pose.rigify_generate()
-    rig = bpy.context.object
-    bpy.ops.object.mode_set(mode="POSE")
-    scenes.select(rig, ("foot_ik.L", "foot_ik.R"))
-    bpy.ops.welman_ik.pin()
-    scenes.select(rig, ())
+    scenes.empty_scene()
+    rig = scenes.generated_rigify(pins=("foot_ik.L", "foot_ik.R"))
     # The same path, carried to the IK hand control's head (the wrist).
     start = point(rig, "hand_ik.R", 0.0)
     rows["rigify hand_ik.R"] = run(rig, "hand_ik.R", 0.0, drag_path(start, args.steps))

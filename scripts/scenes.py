@@ -46,6 +46,21 @@ def basic_human(pins=DEMO_PINS):
     return obj
 
 
+def generated_rigify(pins=()):
+    """A Rigify human generated from the basic human metarig (``rigify_generate``, as a user
+    does), in pose mode, with position pins on ``pins`` (for example its IK foot controls)."""
+    basic_human(pins=())
+    bpy.ops.object.mode_set(mode="OBJECT")
+    bpy.ops.pose.rigify_generate()
+    rig = bpy.context.object
+    bpy.ops.object.mode_set(mode="POSE")
+    if pins:
+        select(rig, pins)
+        bpy.ops.welman_ik.pin()
+    select(rig, ())
+    return rig
+
+
 def select(obj, names) -> None:
     from welman_ik.blender.selection import set_selected
 

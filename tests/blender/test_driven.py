@@ -25,12 +25,7 @@ from welman_ik.blender.driven import (
 def rigify():
     """A Rigify human generated from the basic human metarig, in pose mode."""
     scenes.empty_scene()
-    scenes.basic_human(pins=())
-    bpy.ops.object.mode_set(mode="OBJECT")
-    bpy.ops.pose.rigify_generate()
-    rig = bpy.context.object
-    bpy.ops.object.mode_set(mode="POSE")
-    return rig
+    return scenes.generated_rigify()
 
 
 def set_rig_property(rig, bone: str, prop: str, value) -> None:

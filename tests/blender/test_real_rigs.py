@@ -22,13 +22,7 @@ TOLERANCE = 1e-4  # [m] in the evaluated pose
 def rigify():
     """A Rigify human generated from the basic human metarig, in pose mode, IK feet pinned."""
     scenes.empty_scene()
-    scenes.basic_human(pins=())
-    bpy.ops.object.mode_set(mode="OBJECT")
-    bpy.ops.pose.rigify_generate()
-    rig = bpy.context.object
-    bpy.ops.object.mode_set(mode="POSE")
-    pin(rig, ("foot_ik.L", "foot_ik.R"))
-    return rig
+    return scenes.generated_rigify(pins=("foot_ik.L", "foot_ik.R"))
 
 
 def drag(bone: str, target, anchor: float = 1.0):
@@ -154,12 +148,16 @@ def global_location(rig):
     rig.pose.bones["shoulder.R"].location = (0.02, 0.01, 0.03)
 
 
+def unparent(rig, bone: str) -> None:
+    bpy.ops.object.mode_set(mode="EDIT")
+    rig.data.edit_bones[bone].parent = None
+    bpy.ops.object.mode_set(mode="POSE")
+
+
 def child_of(rig):
     """The right shoulder has no parent: it follows the chest by a Child Of constraint with
     its inverse set (as Blender's Set Inverse does), then the chest turns."""
-    bpy.ops.object.mode_set(mode="EDIT")
-    rig.data.edit_bones["shoulder.R"].parent = None
-    bpy.ops.object.mode_set(mode="POSE")
+    unparent(rig, "shoulder.R")
     constraint = rig.pose.bones["shoulder.R"].constraints.new("CHILD_OF")
     constraint.target, constraint.subtarget = rig, "spine.003"
     bpy.context.view_layer.update()
@@ -170,9 +168,7 @@ def child_of(rig):
 def armature_constraint(rig):
     """The right shoulder has no parent: an Armature constraint carries it by the chest (as
     Rigify's parent-switch bones are carried), then the chest turns."""
-    bpy.ops.object.mode_set(mode="EDIT")
-    rig.data.edit_bones["shoulder.R"].parent = None
-    bpy.ops.object.mode_set(mode="POSE")
+    unparent(rig, "shoulder.R")
     constraint = rig.pose.bones["shoulder.R"].constraints.new("ARMATURE")
     target = constraint.targets.new()
     target.target, target.subtarget, target.weight = rig, "spine.003", 1.0

@@ -114,3 +114,16 @@ def tip_position(skeleton: Skeleton, q: np.ndarray, joint: int, local) -> np.nda
     """World position of point ``local`` on ``joint`` at configuration ``q``."""
     kin = skeleton.forward(q)
     return kin.points(np.array([joint]), np.asarray(local, dtype=float).reshape(1, 3))[0]
+
+
+def finite_difference_jacobian(sk: Skeleton, q: np.ndarray, joints: np.ndarray, local: np.ndarray,
+                               h: float = 1e-6) -> np.ndarray:
+    """Central differences of the world points (k, 3) with respect to q -> (k, 3, n)."""
+    out = np.empty((len(joints), 3, sk.size))
+    for j in range(sk.size):
+        dq = np.zeros(sk.size)
+        dq[j] = h
+        plus = sk.forward(q + dq).points(joints, local)
+        minus = sk.forward(q - dq).points(joints, local)
+        out[:, :, j] = (plus - minus) / (2.0 * h)
+    return out

@@ -15,6 +15,7 @@ import pytest
 from chains import (
     affine_base,
     chain,
+    finite_difference_jacobian,
     planar_chain,
     random_rotation,
     random_tree,
@@ -65,18 +66,6 @@ def reference_frames(sk: Skeleton, q: np.ndarray) -> np.ndarray:
             local[:3, 3] = (up @ np.append(sk.rest[i, :3, 3], 1.0))[:3]
         frames[i] = local @ _motion(sk.prismatic[i], sk.axis[i], q[i])
     return frames
-
-
-def finite_difference_jacobian(sk: Skeleton, q, joints, local, h: float = 1e-6) -> np.ndarray:
-    """Central differences of the world points (k, 3) with respect to q -> (k, 3, n)."""
-    out = np.empty((len(joints), 3, sk.size))
-    for j in range(sk.size):
-        dq = np.zeros(sk.size)
-        dq[j] = h
-        plus = sk.forward(q + dq).points(joints, local)
-        minus = sk.forward(q - dq).points(joints, local)
-        out[:, :, j] = (plus - minus) / (2.0 * h)
-    return out
 
 
 def with_inherits(sk: Skeleton, inherits) -> Skeleton:

@@ -14,6 +14,7 @@ import pytest
 from chains import (
     affine_base,
     chain,
+    finite_difference_jacobian,
     planar_chain,
     random_tree,
     rotation,
@@ -63,18 +64,6 @@ def test_forward_kinematics_with_prismatic_and_base() -> None:
     np.testing.assert_allclose(tip_position(sk, q, 1, [1, 0, 0]), [3.4, 4.0, 3.0], atol=1e-12)
 
 
-def _finite_difference_jacobian(sk: Skeleton, q: np.ndarray, joints: np.ndarray, local: np.ndarray, h: float = 1e-6):
-    """Central differences of the world points (k, 3) with respect to q -> (k, 3, n)."""
-    out = np.empty((len(joints), 3, sk.size))
-    for j in range(sk.size):
-        dq = np.zeros(sk.size)
-        dq[j] = h
-        plus = sk.forward(q + dq).points(joints, local)
-        minus = sk.forward(q - dq).points(joints, local)
-        out[:, :, j] = (plus - minus) / (2.0 * h)
-    return out
-
-
 @pytest.mark.parametrize("seed", range(8))
 @pytest.mark.parametrize("affine", [False, True], ids=["identity-base", "affine-base"])
 def test_point_jacobian_matches_finite_differences(seed: int, affine: bool) -> None:
@@ -95,7 +84,7 @@ def test_point_jacobian_matches_finite_differences(seed: int, affine: bool) -> N
     points = kin.points(joints, local)
     jac = kin.point_jacobian(joints, points)
     assert jac.shape == (6, 3, n)
-    fd = _finite_difference_jacobian(sk, q, joints, local)
+    fd = finite_difference_jacobian(sk, q, joints, local)
     np.testing.assert_allclose(jac, fd, atol=1e-7 * max(1.0, np.abs(fd).max()))
     not_ancestor = ~sk.ancestors[joints]  # (k, n)
     assert np.all(jac.transpose(0, 2, 1)[not_ancestor] == 0.0)
@@ -112,7 +101,7 @@ def test_point_jacobian_affine_base_differs_from_rigid_formula() -> None:
     jac = kin.point_jacobian(np.array([1]), p)[0]
     rigid = np.cross(kin.world_axes[0], p[0] - kin.origins[0])
     assert np.linalg.norm(rigid - jac[:, 0]) > 0.1
-    fd = _finite_difference_jacobian(sk, q, np.array([1]), tip_local()[None])[0]
+    fd = finite_difference_jacobian(sk, q, np.array([1]), tip_local()[None])[0]
     np.testing.assert_allclose(jac, fd, atol=1e-7)
 
 
