@@ -390,10 +390,13 @@ class WELMAN_IK_OT_drag(ModalDrag, ArmatureOperator, bpy.types.Operator):
         except Exception as error:  # noqa: BLE001 - a solver failure is reported, not raised
             self.report({"ERROR"}, f"The solve failed ({type(error).__name__}: {error}); the pose is unchanged")
             return {"CANCELLED"}
-        r = figures.result
-        text = (f"{obj.welman_ik.solver}: {r.iterations} iterations, drag error {figures.drag_error:.2e} m, "
-                f"largest pin error {figures.max_pin_error:.2e} m, {figures.milliseconds:.1f} ms")
-        self.report({"INFO"} if r.converged else {"WARNING"}, text if r.converged else "Not converged: " + text)
+        text = (f"{obj.welman_ik.solver}: {figures.result.iterations} iterations, drag error "
+                f"{figures.drag_error:.2e} m, largest pin error {figures.max_pin_error:.2e} m (evaluated), "
+                f"{figures.milliseconds:.1f} ms")
+        if figures.converged:
+            self.report({"INFO"}, text)
+        else:
+            self.report({"WARNING"}, f"Not converged: {figures.message or text}")
         return {"FINISHED"}
 
     def _start(self, context, obj, bone: str, anchor: float):
@@ -476,8 +479,7 @@ class WELMAN_IK_OT_edit_motion(ModalDrag, ArmatureOperator, bpy.types.Operator):
         except RigError as error:
             self.report({"ERROR"}, str(error))
             return {"CANCELLED"}
-        self.report({"INFO"}, f"Edited frames {edit.frames[0]}-{edit.frames[1]}; "
-                    f"largest pin error {baker.max_pin_error:.2e} m")
+        report_baked(self, baker, f"Edited frames {edit.frames[0]}-{edit.frames[1]}")
         return {"FINISHED"}
 
     # Interactive: the drag at this frame, with the pins as the edit holds them; confirming
@@ -493,6 +495,17 @@ class WELMAN_IK_OT_edit_motion(ModalDrag, ArmatureOperator, bpy.types.Operator):
         self.frame = context.scene.frame_current
         self.falloff = context.object.welman_ik.motion_falloff
         return self.execute(context)
+
+
+def report_baked(operator, baker, done: str) -> None:
+    """What a bake or an edit did, with the largest pin error measured on the evaluated
+    pose; a warning with the worst frame's miss when a goal was missed."""
+    last = baker.settings.last_solve
+    text = f"{done}; largest pin error {baker.max_pin_error:.2e} m (evaluated)"
+    if baker.worst is None or last.converged:
+        operator.report({"INFO"}, text)
+    else:
+        operator.report({"WARNING"}, f"{text}: {last.message}")
 
 
 BAKE_SLICE = 0.1  # seconds of baking between redraws of the progress
@@ -536,8 +549,7 @@ class WELMAN_IK_OT_bake(ArmatureOperator, bpy.types.Operator):
         return {"FINISHED"}
 
     def _report_done(self, baker, action) -> None:
-        self.report({"INFO"}, f"Baked {len(baker.frames)} frames into '{action.name}'; "
-                    f"largest pin error {baker.max_pin_error:.2e} m")
+        report_baked(self, baker, f"Baked {len(baker.frames)} frames into '{action.name}'")
 
     # Interactive: a few frames per timer tick, with the progress bar and a status text;
     # Esc cancels and leaves nothing behind.
