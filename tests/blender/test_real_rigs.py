@@ -93,7 +93,7 @@ def test_rigify_interactive_drag_of_torso(rigify):
     check_landed(rigify, "torso", session.goal, 0.0)
 
 
-@pytest.mark.parametrize("bone", ["DEF-hand.L", "ORG-forearm.L", "MCH-forearm_ik.L"])
+@pytest.mark.parametrize("bone", ["DEF-hand.L", "ORG-forearm.L", "MCH-forearm_ik.L", "upper_arm_ik.L"])
 def test_rigify_driven_bones_refused(rigify, bone):
     """Bones driven by the rig's constraints cannot be dragged: refused with the bone, what
     drives it and a control to drag instead; nothing changes."""
@@ -274,3 +274,36 @@ def test_model_is_the_evaluated_pose(setup, translating):
             joint, local = model.anchor_local(name, anchor)
             modelled = kin.points(np.array([joint]), local[None])[0]
             assert np.linalg.norm(modelled - world_point(rig, name, anchor)) <= 2e-6, (name, anchor)
+
+
+def test_rigify_no_silent_miss_on_any_selectable_bone(rigify):
+    """Every bone a user can select on the generated rig, dragged by its head and by its tail
+    3-4 cm with the IK feet pinned: refused with a message, or landed within tolerance in the
+    evaluated pose, or reported as missed (not converged, with the reason). Never a miss
+    reported as converged."""
+    from welman_ik.blender.driven import is_hidden_from_user
+    from welman_ik.blender.rig import PoseSnapshot
+
+    start = PoseSnapshot(rigify)
+    selectable = [pb.name for pb in rigify.pose.bones if not is_hidden_from_user(rigify, pb)]
+    outcomes = {"refused": 0, "landed": 0, "reported": 0}
+    for name in selectable:
+        for anchor in (0.0, 1.0):
+            start.restore(rigify)
+            target = world_point(rigify, name, anchor) + np.array([0.02, -0.03, 0.02])
+            try:
+                drag(name, target, anchor)
+            except RuntimeError as error:
+                assert "instead" in str(error) or "Nothing can move" in str(error), str(error)
+                outcomes["refused"] += 1
+                continue
+            last = rigify.welman_ik.last_solve
+            reached = np.linalg.norm(world_point(rigify, name, anchor) - target)
+            pins = max(pin_errors(rigify).values())
+            if reached <= TOLERANCE and pins <= TOLERANCE:
+                outcomes["landed"] += 1
+            else:
+                assert not last.converged and last.message, (name, anchor, reached, pins)
+                assert last.drag_error == pytest.approx(reached, abs=2e-6)
+                outcomes["reported"] += 1
+    assert len(selectable) > 60 and outcomes["landed"] >= 0.9 * 2 * len(selectable), outcomes

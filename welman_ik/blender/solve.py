@@ -140,7 +140,7 @@ class DragSolver:
         targets = [check_goal_point(f"The location of the pin on '{p.bone}'", t, self.reach) for p, t in pins]
         names = [bone] + [p.bone for p, _ in pins]
         translating = translating_bones(obj, bone)
-        check_goal_bones(obj, bone, [p.bone for p, _ in pins], translating)
+        check_goal_bones(obj, bone, [p.bone for p, _ in pins], translating if anchor == 0.0 else ())
         self.model = RigModel(obj, names, movable_bones(obj, bone, settings.chain_length, keep_root),
                               translating=translating, keep_free=[bone], fixed_roots=bool(translating))
         if not self.model.moves_point(bone):
@@ -157,6 +157,7 @@ class DragSolver:
         self.goals = GoalSet([p.bone for p, _ in pins] + [bone], [p.anchor for p, _ in pins] + [anchor],
                              targets + [self.drag_goal.target], [p.weight for p, _ in pins] + [1.0], dragged=True)
         self.q = self.model.q0.copy()
+        self.correctable = False  # whether the last evaluated pose differed from the model's
 
     @property
     def target(self) -> np.ndarray:
@@ -266,7 +267,8 @@ def explain(solver: DragSolver, result: SolveResult, measured) -> str:
 def check_goal_bones(obj, dragged: str | None, pinned, translating=()) -> None:
     """Refuse a drag or a pin on a bone the rig drives (constraints, IK chains, drivers): the
     solver cannot hold it there. The message names the bone, what drives it and the control
-    to drag instead. A dragged bone driven only in rotation may still translate."""
+    to drag instead. A dragged bone in ``translating`` (its head dragged: its rotation does
+    not move it) may be driven in rotation alone."""
     names = ([dragged] if dragged else []) + [n for n in pinned if n != dragged]
     for name, found in driven.drives(obj, names).items():
         if name == dragged and name in translating and not found.location:
