@@ -129,6 +129,13 @@ def rigid_parent(obj, pose_bone) -> tuple[str, str] | None:
     return _Rig(obj).rigid_parent(pose_bone.name)
 
 
+def rigid_parents(obj, names) -> dict[str, tuple[str, str]]:
+    """``rigid_parent`` for many bones at once (the rig read once): name -> (target bone,
+    constraint type), for those of ``names`` that are re-parented rigidly."""
+    rig = _Rig(obj)
+    return {name: found for name in names if (found := rig.rigid_parent(name)) is not None}
+
+
 def is_hidden_from_user(obj, pose_bone) -> bool:
     """The bone is hidden, or every bone collection it is in (Blender 3.x: every armature
     layer it is on) is hidden."""

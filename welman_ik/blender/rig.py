@@ -164,8 +164,7 @@ class Carriers:
 
     def __init__(self, obj):
         self.pose_bones = obj.pose.bones
-        self.rigid = {pb.name: found for pb in self.pose_bones
-                      if pb.parent is None and (found := driven.rigid_parent(obj, pb)) is not None}
+        self.rigid = driven.rigid_parents(obj, [pb.name for pb in self.pose_bones if pb.parent is None])
         self._chains: dict[str, list[str]] = {}
 
     def parent(self, name: str) -> str | None:
