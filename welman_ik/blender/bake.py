@@ -26,6 +26,7 @@ from .solve import (
     check_goal_point,
     check_pin_bones,
     movable_bones,
+    preferred_pose,
     record,
     rig_reach,
 )
@@ -269,8 +270,11 @@ class Baker:
             q_start = model.q0
         age = np.where(moving, ACTIVE, age)
         s = self.settings
+        # The preferred pose of a bake is each frame's own animated pose, with the correction
+        # carried over from the last frame (or easing off after a pin's end): the start.
         problem = Problem(model.skeleton, goals, tolerance=s.tolerance, max_iterations=s.max_iterations,
-                          damping=s.damping)
+                          damping=s.damping, reference=preferred_pose(s.reference, q_start),
+                          reference_weight=s.reference_weight)
         result = SOLVERS[s.solver](problem, q_start)
         if not np.all(np.isfinite(result.q)):
             raise RigError(f"The solver failed on frame {frame} (non-finite result)")

@@ -64,6 +64,10 @@ class WELMAN_IK_PT_main(SidebarPanel, bpy.types.Panel):
         col.prop(settings, "tolerance")
         if settings.solver == "SR_INVERSE":
             col.prop(settings, "damping")
+        col = layout.column(align=True)
+        col.prop(settings, "reference")
+        if settings.reference != "NONE":
+            col.prop(settings, "reference_weight")
         layout.prop(settings, "pins_first")
         layout.prop(settings, "chain_length")
         layout.prop(settings, "keyframes")

@@ -35,6 +35,12 @@ PIN_KINDS = [
 OVERRIDABLE = {"LIBRARY_OVERRIDABLE"}
 OVERRIDABLE_COLLECTION = {"LIBRARY_OVERRIDABLE", "USE_INSERTION", "NO_PROPERTY_NAME"}
 
+REFERENCE_ITEMS = [
+    ("START", "Start", "The pose when the drag began (a bake: each frame's animated pose)"),
+    ("REST", "Rest", "The rest pose"),
+    ("NONE", "None", "No preferred pose"),
+]
+
 KEYFRAME_ITEMS = [
     ("ALWAYS", "Always", "Key every solved pose"),
     ("AUTOKEY", "Auto Keying", "Key only when Blender's auto-keying is on"),
@@ -110,6 +116,15 @@ class WELMAN_IK_Settings(bpy.types.PropertyGroup):
     damping: FloatProperty(
         name="Damping", min=1e-9, soft_max=1.0, default=1e-3, precision=5,
         description="The SR inverse's k, relative to the scale of each task's Jacobian", override=OVERRIDABLE,
+    )
+    reference: EnumProperty(
+        name="Preferred Pose", items=REFERENCE_ITEMS, default="START", override=OVERRIDABLE,
+        description="The pose the other joints keep to, as the lowest-priority task",
+    )
+    reference_weight: FloatProperty(
+        name="Preference", min=0.0, soft_max=1.0, default=1.0, override=OVERRIDABLE,
+        description="How strongly the joints the goals leave free keep to the preferred pose "
+        "(the share of the way back taken per iteration; 0: off)",
     )
     pins_first: BoolProperty(
         name="Pins First", default=True, override=OVERRIDABLE,

@@ -67,8 +67,10 @@ class DragSession:
 
     def _rebuild(self) -> None:
         """A new solver from the pose as it is now (after a change of chain or solver)."""
-        goal = self.goal
+        goal, reference = self.goal, self.solver.reference
         self.solver = DragSolver(self.obj, self.settings, self.bone, self.anchor, self.pins, self.keep_root)
+        if reference is not None and self.solver.reference is not None:
+            self.solver.reference = reference  # the pose the drag began in, whatever the chain
         if goal is not None:
             self.solver.goals.targets[-1] = self.solver.drag_goal.target = goal
 

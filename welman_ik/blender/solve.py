@@ -157,6 +157,7 @@ class DragSolver:
         self.goals = GoalSet([p.bone for p, _ in pins] + [bone], [p.anchor for p, _ in pins] + [anchor],
                              targets + [self.drag_goal.target], [p.weight for p, _ in pins] + [1.0], dragged=True)
         self.q = self.model.q0.copy()
+        self.reference = preferred_pose(settings.reference, self.model.q0)
         self.correctable = False  # whether the last evaluated pose differed from the model's
 
     @property
@@ -164,7 +165,8 @@ class DragSolver:
         """The drag's world target."""
         return self.goals.targets[-1]
 
-    def problem(self, time_budget: float | None = None, tolerance: float | None = None) -> Problem:
+    def problem(self, time_budget: float | None = None, tolerance: float | None = None,
+                prefer: bool = True) -> Problem:
         s = self.settings
         return Problem(
             skeleton=self.model.skeleton,
@@ -173,16 +175,21 @@ class DragSolver:
             max_iterations=s.max_iterations,
             damping=s.damping,
             time_budget=time_budget,
+            reference=self.reference if prefer else None,
+            reference_weight=s.reference_weight,
         )
 
-    def solve(self, target, time_budget: float | None = None, tolerance: float | None = None) -> Figures:
+    def solve(self, target, time_budget: float | None = None, tolerance: float | None = None,
+              prefer: bool = True) -> Figures:
         """Solve the model for a new drag target (the figures are the model's until ``apply``);
-        ``tolerance``: the model's own, when it must be tighter than the setting."""
+        ``tolerance``: the model's own, when it must be tighter than the setting; ``prefer``:
+        with the preferred pose (a correcting round goes without it: its small least-norm
+        steps keep the loop's secant estimate valid)."""
         self.goals.targets[-1] = check_goal_point("The drag target", target, self.reach)
         for goal, model_target in zip(self.pin_goals + [self.drag_goal], self.goals.model_targets):
             goal.target = model_target
         started = time.perf_counter()
-        result = SOLVERS[self.settings.solver](self.problem(time_budget, tolerance), self.q)
+        result = SOLVERS[self.settings.solver](self.problem(time_budget, tolerance, prefer), self.q)
         ms = 1000.0 * (time.perf_counter() - started)
         if not np.all(np.isfinite(result.q)):
             raise RigError("The solver failed (non-finite result); the pose is unchanged")
@@ -224,7 +231,8 @@ class DragSolver:
                 break
             # Corrections aim the model well inside the tolerance: the evaluated pose adds its
             # own single-precision noise.
-            figures = self.apply(self.solve(self.target, tolerance=CORRECTION_TOLERANCE * self.settings.tolerance))
+            figures = self.apply(self.solve(self.target, tolerance=CORRECTION_TOLERANCE * self.settings.tolerance,
+                                            prefer=False))
             if worst_miss(figures) < best[0]:
                 best, stale = (worst_miss(figures), self.q.copy(), figures), 0
             else:
@@ -233,6 +241,17 @@ class DragSolver:
             self.q = best[1]
             figures = self.apply(best[2])
         return figures
+
+
+def preferred_pose(reference: str, start: np.ndarray) -> np.ndarray | None:
+    """The joint values the solver keeps the free joints near: the start pose, the rest
+    pose (every joint at 0: each hinge measures its angle from rest, each slide its
+    location), or none."""
+    if reference == "START":
+        return start.copy()
+    if reference == "REST":
+        return np.zeros_like(start)
+    return None
 
 
 def worst_miss(figures: Figures) -> float:

@@ -25,6 +25,11 @@ class Problem:
     damping:    the SR-inverse's k, relative to the scale of each task's Jacobian
                 (so that the solution does not depend on units or joint weights).
     time_budget: seconds; a solve stops early after this (None: no limit).
+    reference:  (n,) preferred joint values, the lowest-priority task (Yamane & Nakamura
+                2003, section 3.3): what freedom the goals leave is spent keeping every
+                joint near them. None: no preference.
+    reference_weight: how strongly [cost per rad^2, relative to the goals' m^2 once scaled
+                by the tree's size] the joints keep to ``reference``.
     """
 
     skeleton: Skeleton
@@ -34,6 +39,8 @@ class Problem:
     max_iterations: int = 100
     damping: float = 1e-3
     time_budget: float | None = None
+    reference: np.ndarray | None = None
+    reference_weight: float = 1.0
 
     def movable(self) -> np.ndarray:
         """(n,) bool: joints that may move in this solve."""

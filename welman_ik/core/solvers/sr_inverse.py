@@ -18,6 +18,16 @@ animator would), and stiff joints move less.
 Joint limits: a joint that the step would carry past a limit is clamped at it,
 locked, and the step re-solved with the remaining joints (at most a few passes).
 
+Reference pose (Yamane & Nakamura 2003, section 3.3): with ``problem.reference``, a last
+level asks every movable joint back toward its preferred value, in the columns' own
+units (so the trunk and stiff joints, whose columns are small, keep to it hardest). It
+works only in what freedom the goals leave, takes ``reference_weight`` (at most 1) of
+its step per iteration, only in iterations that start with every goal met, and only while
+no goal level drifts by more
+than ``REFERENCE_DRIFT`` of the tree's size (the goal levels take that back in the next
+iteration); with a reference the solve goes on, goals met, until its step is below
+``REFERENCE_SETTLED``.
+
 Safeguard: each level's part of the step is halved until that level's weighted
 error does not grow and the levels above it lose at most a small share of what it gains
 (a level already within tolerance takes its part as it is), so a goal out of reach, or
@@ -42,6 +52,8 @@ INERTIA_POWER = 0.5  # a joint that moves m joints costs m**0.5 times more per u
 DAMPING_FACTOR = 4.0
 MAX_DAMPING = 1.0
 DRIFT_SHARE = 0.1  # how much higher levels may lose per unit a lower level gains
+REFERENCE_SETTLED = 1e-4  # [rad] the reference's step below which a solve with goals met stops
+REFERENCE_DRIFT = 1e-3  # of the tree's size: how far a step toward the reference may move a goal
 
 
 def sr_inverse(a: np.ndarray, e: np.ndarray, k: float) -> np.ndarray:
@@ -141,15 +153,24 @@ def solve(problem: Problem, q0) -> SolveResult:
         total = float(weights[group].sum())
         return float(np.sqrt(weights[group] @ errs[group] ** 2 / total)) if total > 0 else 0.0
 
+    preferred = problem.reference is not None and problem.reference_weight > 0.0 and len(goals) > 0
+    if preferred:
+        damping.append(problem.damping)
+        pull = min(1.0, float(problem.reference_weight))
+
     history: list[float] = []
     iterations = 0
+    settled = None  # the last configuration with every goal met
     # The last iterations of the budget serve the first level alone: when a lower level
     # cannot be met (a drag out of reach), what it drifted the first level by is undone.
     polish_from = problem.max_iterations - max(3, problem.max_iterations // 10)
     for _ in range(problem.max_iterations):
         errors = goal_errors(goals, kin)
         history.append(float(errors.max(initial=0.0)))
-        if np.all(errors <= tol) or time.perf_counter() > deadline:
+        goals_met = bool(np.all(errors <= tol))
+        if goals_met:
+            settled = (q, kin)
+        if (goals_met and not preferred) or time.perf_counter() > deadline:
             break
         cols = np.flatnonzero(movable)
         if cols.size == 0:
@@ -158,14 +179,16 @@ def solve(problem: Problem, q0) -> SolveResult:
         for group in groups:
             e, j = stacked([goals[i] for i in group], kin, weights[group])
             tasks.append((e / size, j[:, cols] * (col_scale[cols] / size)))
+        if preferred:  # the lowest level: x = dq / scale toward the reference
+            tasks.append(((problem.reference - q)[cols] / col_scale[cols], np.eye(cols.size)))
 
         scale = col_scale[cols]
         free = np.ones(cols.size, dtype=bool)
         fixed_x = np.zeros(cols.size)  # steps of joints clamped at a limit, scaled units
-        parts = [np.zeros(cols.size) for _ in groups]
+        parts = [np.zeros(cols.size) for _ in tasks]
         for _pass in range(LIMIT_PASSES):
             reduced = [(j[:, free], e - j[:, ~free] @ fixed_x[~free]) for e, j in tasks]
-            parts = [np.zeros(cols.size) for _ in groups]
+            parts = [np.zeros(cols.size) for _ in tasks]
             if free.any():
                 for part, free_part in zip(parts, prioritized_step(reduced, damping)):
                     part[free] = free_part
@@ -181,6 +204,10 @@ def solve(problem: Problem, q0) -> SolveResult:
                 break
             fixed_x[over] = clamp_step(sk, q, dq)[cols][over] / scale[over]
             free &= ~over
+        if preferred:
+            parts[-1] = pull * parts[-1]
+            if goals_met and np.abs(parts[-1] * scale).max(initial=0.0) < REFERENCE_SETTLED:
+                break
         iterations += 1
         if iterations > polish_from and len(parts) > 1:
             parts = parts[:1] + [np.zeros_like(p) for p in parts[1:]]
@@ -220,6 +247,21 @@ def solve(problem: Problem, q0) -> SolveResult:
                 if beta == 1.0:
                     damping[level] = min(damping[level] * DAMPING_FACTOR, MAX_DAMPING)
                 beta *= 0.5
+        if preferred and goals_met and parts[-1].any():
+            # The reference is served as long as no goal level drifts more than a small share
+            # of the tree's size (second order: the goal levels take it back next iteration,
+            # and a solve ends only with the goals met).
+            beta = 1.0
+            for _halving in range(MAX_HALVINGS // 2):
+                trial = sk.clamp(q + _dq(sk, cols, taken + beta * parts[-1], scale))
+                trial_kin = sk.forward(trial)
+                trial_errors = goal_errors(goals, trial_kin)
+                allowed = REFERENCE_DRIFT * size
+                if all(level_distance(trial_errors, g) <= max(reference[m], tol) + allowed
+                       for m, g in enumerate(groups)):
+                    taken, new_q, new_kin = taken + beta * parts[-1], trial, trial_kin
+                    break
+                beta *= 0.5
         if new_q is None or np.abs(new_q - q).max(initial=0.0) < 1e-12:
             nudged = escape_nudge(problem, groups, q, errors, movable)
             if nudged is None:
@@ -227,6 +269,8 @@ def solve(problem: Problem, q0) -> SolveResult:
             q, kin = nudged, sk.forward(nudged)
             continue
         q, kin = new_q, (new_kin if new_kin is not None else sk.forward(new_q))
+    if preferred and settled is not None and settled[0] is not q and not np.all(goal_errors(goals, kin) <= tol):
+        q, kin = settled  # stopped (time, iterations) between a step toward the reference and its correction
     return finish(problem, q, iterations, history, kin)
 
 
