@@ -26,7 +26,9 @@ its step per iteration, only in iterations that start with every goal met, and o
 no goal level drifts by more
 than ``REFERENCE_DRIFT`` of the tree's size (the goal levels take that back in the next
 iteration); with a reference the solve goes on, goals met, until its step is below
-``REFERENCE_SETTLED``.
+``REFERENCE_SETTLED`` or it gains less than ``REFERENCE_PROGRESS`` per iteration. A solve
+stopped (time, iterations) between a step toward the reference and the goals' correction
+returns the last configuration that met the goals.
 
 Safeguard: each level's part of the step is halved until that level's weighted
 error does not grow and the levels above it lose at most a small share of what it gains
@@ -53,6 +55,7 @@ DAMPING_FACTOR = 4.0
 MAX_DAMPING = 1.0
 DRIFT_SHARE = 0.1  # how much higher levels may lose per unit a lower level gains
 REFERENCE_SETTLED = 1e-4  # [rad] the reference's step below which a solve with goals met stops
+REFERENCE_PROGRESS = 0.1  # a reference that gains less than this share per iteration is done
 REFERENCE_DRIFT = 1e-3  # of the tree's size: how far a step toward the reference may move a goal
 
 
@@ -161,6 +164,7 @@ def solve(problem: Problem, q0) -> SolveResult:
     history: list[float] = []
     iterations = 0
     settled = None  # the last configuration with every goal met
+    closest = np.inf  # the reference's smallest distance seen with the goals met
     # The last iterations of the budget serve the first level alone: when a lower level
     # cannot be met (a drag out of reach), what it drifted the first level by is undone.
     polish_from = problem.max_iterations - max(3, problem.max_iterations // 10)
@@ -206,8 +210,14 @@ def solve(problem: Problem, q0) -> SolveResult:
             free &= ~over
         if preferred:
             parts[-1] = pull * parts[-1]
-            if goals_met and np.abs(parts[-1] * scale).max(initial=0.0) < REFERENCE_SETTLED:
+            # Goals met, the reference is done when its step is small or it no longer
+            # gets closer (what is left of it conflicts with the goals or the limits).
+            distance = float(np.linalg.norm(tasks[-1][0]))
+            if goals_met and (np.abs(parts[-1] * scale).max(initial=0.0) < REFERENCE_SETTLED
+                              or distance > (1.0 - REFERENCE_PROGRESS) * closest):
                 break
+            if goals_met:
+                closest = min(closest, distance)
         iterations += 1
         if iterations > polish_from and len(parts) > 1:
             parts = parts[:1] + [np.zeros_like(p) for p in parts[1:]]
