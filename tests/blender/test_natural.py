@@ -46,7 +46,7 @@ def test_hand_out_and_back_gives_back_the_start_pose(standing, reference, worst_
     leave the body elsewhere (about 6 degrees here): the test shows the difference is real."""
     standing.welman_ik.reference = reference
     start = world_rotations(standing)
-    session = DragSession(standing, "hand.R")
+    session = DragSession(standing, "hand.R", event_budget=1.0)  # the pose, not the machine's speed
     origin = world_point(standing, "hand.R", session.anchor)
     out = np.array([-0.15, 0.0, 0.2])  # sideways and up, in the view plane
     steps = np.linspace(0.0, 1.0, 26)

@@ -134,6 +134,9 @@ def solve(problem: Problem, q0) -> SolveResult:
     sk = problem.skeleton
     q = check_start(problem, q0)
     deadline = problem.deadline()
+    # Under a time budget the preferred pose has its first half; the rest is the goals'.
+    now = time.perf_counter()
+    reference_deadline = now + 0.5 * (deadline - now) if np.isfinite(deadline) else np.inf
     movable = problem.movable()
     goals = list(problem.goals)
     priorities = sorted({g.priority for g in goals})
@@ -257,7 +260,7 @@ def solve(problem: Problem, q0) -> SolveResult:
                 if beta == 1.0:
                     damping[level] = min(damping[level] * DAMPING_FACTOR, MAX_DAMPING)
                 beta *= 0.5
-        if preferred and goals_met and parts[-1].any():
+        if preferred and goals_met and parts[-1].any() and time.perf_counter() < reference_deadline:
             # The reference is served as long as no goal level drifts more than a small share
             # of the tree's size (second order: the goal levels take it back next iteration,
             # and a solve ends only with the goals met).
