@@ -39,10 +39,7 @@ def basic_human(pins=DEMO_PINS):
     bpy.ops.object.armature_basic_human_metarig_add()
     obj = bpy.context.object
     bpy.ops.object.mode_set(mode="POSE")
-    if pins:
-        select(obj, pins)
-        bpy.ops.welman_ik.pin()
-    select(obj, ())
+    pin_bones(obj, pins)
     return obj
 
 
@@ -54,11 +51,16 @@ def generated_rigify(pins=()):
     bpy.ops.pose.rigify_generate()
     rig = bpy.context.object
     bpy.ops.object.mode_set(mode="POSE")
-    if pins:
-        select(rig, pins)
-        bpy.ops.welman_ik.pin()
-    select(rig, ())
+    pin_bones(rig, pins)
     return rig
+
+
+def pin_bones(obj, pins) -> None:
+    """Position pins on bones ``pins`` where they are (the pin operator), then no selection."""
+    if pins:
+        select(obj, pins)
+        bpy.ops.welman_ik.pin()
+    select(obj, ())
 
 
 def select(obj, names) -> None:

@@ -158,11 +158,7 @@ def child_of(rig):
     """The right shoulder has no parent: it follows the chest by a Child Of constraint with
     its inverse set (as Blender's Set Inverse does), then the chest turns."""
     unparent(rig, "shoulder.R")
-    constraint = rig.pose.bones["shoulder.R"].constraints.new("CHILD_OF")
-    constraint.target, constraint.subtarget = rig, "spine.003"
-    bpy.context.view_layer.update()
-    constraint.inverse_matrix = rig.pose.bones["spine.003"].matrix.inverted()
-    rig.pose.bones["spine.003"].rotation_quaternion = (0.98, 0.0, 0.2, 0.0)
+    follow_chest(rig, (0.98, 0.0, 0.2, 0.0))
 
 
 def armature_constraint(rig):
@@ -178,11 +174,17 @@ def armature_constraint(rig):
 def child_of_parented(rig):
     """A Child Of on a bone that keeps its parent: Blender applies the target on top of the
     parent, which only the evaluated pose knows; the loop closes on it."""
+    follow_chest(rig, (0.995, 0.0, 0.1, 0.0))
+
+
+def follow_chest(rig, chest_turn) -> None:
+    """A Child Of on the right shoulder toward the chest, its inverse set as Blender's Set
+    Inverse does; then the chest turns by quaternion ``chest_turn``."""
     constraint = rig.pose.bones["shoulder.R"].constraints.new("CHILD_OF")
     constraint.target, constraint.subtarget = rig, "spine.003"
     bpy.context.view_layer.update()
     constraint.inverse_matrix = rig.pose.bones["spine.003"].matrix.inverted()
-    rig.pose.bones["spine.003"].rotation_quaternion = (0.995, 0.0, 0.1, 0.0)
+    rig.pose.bones["spine.003"].rotation_quaternion = chest_turn
 
 
 def copy_rotation(rig):
