@@ -327,6 +327,8 @@ class RigModel:
 
         self.object = obj
         self.translating = frozenset(translating)
+        # Driven orientations are built into the tree: a new one (another frame) needs a new tree.
+        self.turned = {name: tuple(map(tuple, pose_bones[name].matrix)) for name in turned}
         self.limits = np.array(lower, dtype=float), np.array(upper, dtype=float)  # Blender's own
         self.skeleton = Skeleton(
             parent=np.array(parent), prismatic=np.array(prismatic), axis=np.array(axis),
@@ -371,13 +373,15 @@ class RigModel:
     def refresh(self) -> bool:
         """Take the pose bones' current channels as the new start (a bake does this on every
         frame instead of building the tree again). False, and nothing changed, when the
-        tree itself no longer fits: a scale, an unconnected bone's location or the
-        armature's transform changed. Build a new model then."""
+        tree itself no longer fits: a scale, an unconnected bone's location, the armature's
+        transform or an orientation the rig drives changed. Build a new model then."""
         pose_bones = self.object.pose.bones
         if any(fixed_channels(pose_bones[name], name in self.translating) != b.shape
                for name, b in self.bones.items()):
             return False
         if not np.array_equal(_np(self.object.matrix_world), self.skeleton.base):
+            return False
+        if any(tuple(map(tuple, pose_bones[name].matrix)) != matrix for name, matrix in self.turned.items()):
             return False
         self._start(self._read(near=self.q0))
         return True
