@@ -431,3 +431,22 @@ def test_bake_refuses_nla_tweak_mode(fig_6_5):
     with pytest.raises(RuntimeError, match="tweak mode"):
         bpy.ops.welman_ik.bake(frame_start=1, frame_end=21)
     assert set(bpy.data.actions) == actions
+
+
+def test_bake_holds_pins_through_a_bone_the_rig_drives(fig_6_5):
+    """The left shin copies the right shin's rotation (a Copy Rotation constraint): the bake
+    holds it where Blender puts it on each frame and holds the left foot through the other
+    joints, measured on the evaluated pose of every frame."""
+    obj = fig_6_5
+    constraint = obj.pose.bones["shin.L"].constraints.new("COPY_ROTATION")
+    constraint.target, constraint.subtarget = obj, "shin.R"
+    constraint.mix_mode = "REPLACE"
+    assert bpy.ops.welman_ik.bake(frame_start=1, frame_end=21) == {"FINISHED"}
+    scene = bpy.context.scene
+    for frame in range(1, 22):
+        scene.frame_set(frame)
+        for pin in obj.welman_ik.pins:
+            if pin.enabled:
+                assert np.linalg.norm(world_point(obj, pin.bone) - np.array(pin.location)) <= 1e-4, (frame, pin.bone)
+    last = obj.welman_ik.last_solve
+    assert last.converged and last.max_pin_error <= 1e-4, last.message

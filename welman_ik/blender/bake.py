@@ -32,6 +32,7 @@ from .solve import (
 )
 
 SUFFIX = ".welman_bake"
+CORRECTION_PASSES = 4  # re-solves of the frames the evaluated pose misses (constrained rigs)
 ACTIVE, RELEASED = -1, 1 << 30  # a joint's frames since its last goal: moving one now, long ago
 
 
@@ -176,6 +177,7 @@ class Baker:
         self.results: dict[int, dict] = {}  # frame -> bone -> (rotation values, location or None)
         self.max_pin_error = 0.0  # [m] measured on the evaluated pose once the action is written
         self.goal_log: dict[int, tuple] = {}  # frame -> (bones, anchors, targets, weights, iterations)
+        self.priorities: dict[int, tuple] = {}  # frame -> each goal's priority
         self.worst: tuple[int, Measured] | None = None  # the worst frame, evaluated
         self.bones: set[str] = set()  # every bone a solve has written
         self.index = 0
@@ -242,12 +244,12 @@ class Baker:
         for pin, target in self.pin_targets(frame, model, animated):
             joint, local = model.anchor_local(pin.bone, pin.anchor)
             goals.append(PositionGoal(joint, local, target, weight=pin.weight, priority=pin_priority))
-            log.append((pin.bone, pin.anchor, target, pin.weight))
+            log.append((pin.bone, pin.anchor, target, pin.weight, pin_priority))
         if edit is not None:
             joint, local = model.anchor_local(edit.bone, edit.anchor)
             target = self._point(model, animated, edit.bone, edit.anchor) + edit.weight(frame) * edit.displacement
             goals.append(PositionGoal(joint, local, target, priority=edit_priority))
-            log.append((edit.bone, edit.anchor, target, 1.0))
+            log.append((edit.bone, edit.anchor, target, 1.0, edit_priority))
         # Continuity: each joint that moves a goal starts from the last frame's solution
         # moved by the animation's own change (the last frame's correction carried over).
         # A joint that moves no goal any more (its pin ended) lets its correction go over
@@ -282,8 +284,9 @@ class Baker:
         self.results[frame] = model.channels(result.q)
         self.bones.update(model.bones)
         if log:
-            bones, anchors, targets, weights = zip(*log)
+            bones, anchors, targets, weights, priorities = zip(*log)
             self.goal_log[frame] = (list(bones), anchors, np.array(targets), weights, result.iterations)
+            self.priorities[frame] = priorities
         return float(result.errors.max(initial=0.0))
 
     def finish(self, in_place: bool = False):
@@ -303,9 +306,46 @@ class Baker:
                 obj.animation_data.action_extrapolation = "NOTHING"
             keyframes.assign_action(obj, baked)
         _write_keys(obj, self.results)
+        if not self.sampler.direct:  # constraints, drivers or NLA: the model may not be the pose
+            self.close_loop()
         self.verify()
         self.context.scene.frame_set(self.frame_before)
         return baked
+
+    def missed_frames(self) -> list[int]:
+        """The baked frames whose goals the evaluated pose misses (written action)."""
+        scene, tolerance = self.context.scene, self.settings.tolerance
+        missed = []
+        for frame, (bones, anchors, targets, weights, _) in sorted(self.goal_log.items()):
+            scene.frame_set(frame)
+            goals = GoalSet(bones, anchors, targets, weights)
+            if not measure(goals, anchor_points(self.obj, bones, goals.anchors), tolerance).converged:
+                missed.append(frame)
+        return missed
+
+    def close_loop(self) -> None:
+        """Where constraints or drivers move a goal's bone off its goal in the evaluated pose,
+        solve those frames again from the baked pose, with the tree built there (so it holds
+        the driven orientations as Blender evaluated them), and write them again: at most
+        ``CORRECTION_PASSES`` times, while frames still miss."""
+        s = self.settings
+        for _ in range(CORRECTION_PASSES):
+            missed = self.missed_frames()
+            if not missed:
+                return
+            for frame in missed:
+                model = self.pose(frame)  # the baked pose: the scene samples the written action
+                bones, anchors, targets, weights, _ = self.goal_log[frame]
+                goals = [PositionGoal(*model.anchor_local(bone, anchor), target, weight=weight, priority=priority)
+                         for bone, anchor, target, weight, priority
+                         in zip(bones, anchors, targets, weights, self.priorities[frame])]
+                problem = Problem(model.skeleton, goals, tolerance=s.tolerance, max_iterations=s.max_iterations,
+                                  damping=s.damping, reference=preferred_pose(s.reference, model.q0),
+                                  reference_weight=s.reference_weight)
+                result = SOLVERS[s.solver](problem, model.q0)
+                if np.all(np.isfinite(result.q)):
+                    self.results[frame] = model.channels(result.q)
+            _write_keys(self.obj, self.results)
 
     def verify(self) -> None:
         """Measure every baked frame's goals on the pose Blender evaluates from the written
