@@ -283,8 +283,8 @@ def test_rigify_no_silent_miss_on_any_selectable_bone(rigify):
     3-4 cm with the IK feet pinned: refused with a message, or landed within tolerance in the
     evaluated pose, or reported as missed (not converged, with the reason). Never a miss
     reported as converged."""
+    from welman_ik.blender.channels import PoseSnapshot
     from welman_ik.blender.driven import is_hidden_from_user
-    from welman_ik.blender.rig import PoseSnapshot
 
     start = PoseSnapshot(rigify)
     selectable = [pb.name for pb in rigify.pose.bones if not is_hidden_from_user(rigify, pb)]

@@ -17,8 +17,9 @@ import numpy as np
 
 from ..core import SOLVERS, PositionGoal, Problem, SolveResult
 from . import keyframes
+from .channels import PoseSnapshot
 from .evaluated import GoalSet, Measured, anchor_points, measure
-from .rig import PoseSnapshot, RigError, RigModel, chain_to_root
+from .rig import RigError, RigModel, chain_to_root
 from .solve import (
     SOLVABLE_PIN_KINDS,
     Figures,

@@ -12,8 +12,9 @@ import time
 import numpy as np
 
 from . import keyframes
+from .channels import PoseSnapshot
 from .properties import SOLVER_ITEMS
-from .rig import PoseSnapshot, RigError
+from .rig import RigError
 from .solve import DragSolver, Figures, move_pins_to_bone, record
 
 LAST_SOLVE = ("iterations", "drag_error", "max_pin_error", "milliseconds", "converged")
