@@ -127,3 +127,15 @@ def finite_difference_jacobian(sk: Skeleton, q: np.ndarray, joints: np.ndarray, 
         minus = sk.forward(q - dq).points(joints, local)
         out[:, :, j] = (plus - minus) / (2.0 * h)
     return out
+
+
+def assert_ccd_sweeps_never_raise_error(problem: Problem, q: np.ndarray, sweeps: int) -> None:
+    """CCD takes each joint's exact optimum, so no sweep raises the weighted error."""
+    from welman_ik.core import SOLVERS
+
+    cost = weighted_error(problem, q)
+    for _ in range(sweeps):
+        q = SOLVERS["CCD"](problem, q).q
+        new_cost = weighted_error(problem, q)
+        assert new_cost <= cost + 1e-10 * max(cost, 1.0)
+        cost = new_cost

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pytest
-from chains import rotation, weighted_error
+from chains import assert_ccd_sweeps_never_raise_error, rotation, weighted_error
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -133,13 +133,7 @@ def test_ccd_sweeps_never_raise_weighted_error(case: Case) -> None:
     first level, which trades the levels against each other by design."""
     for goal in case.problem.goals:
         goal.priority = 0
-    problem, q = case.problem, case.q0.copy()
-    cost = weighted_error(problem, q)
-    for _ in range(12):
-        q = SOLVERS["CCD"](problem, q).q
-        new_cost = weighted_error(problem, q)
-        assert new_cost <= cost + 1e-10 * max(cost, 1.0)
-        cost = new_cost
+    assert_ccd_sweeps_never_raise_error(case.problem, case.q0.copy(), 12)
 
 
 @PROPERTY_SETTINGS

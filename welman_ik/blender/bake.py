@@ -307,33 +307,33 @@ class Baker:
                 obj.animation_data.action_extrapolation = "NOTHING"
             keyframes.assign_action(obj, baked)
         _write_keys(obj, self.results)
-        if not self.sampler.direct:  # constraints, drivers or NLA: the model may not be the pose
-            self.close_loop()
-        self.verify()
+        # Constraints, drivers or NLA: the model may not be the pose, so close the loop.
+        self.verify(self.close_loop() if not self.sampler.direct else None)
         self.context.scene.frame_set(self.frame_before)
         return baked
 
-    def missed_frames(self) -> list[int]:
-        """The baked frames whose goals the evaluated pose misses (written action)."""
+    def measure_frames(self) -> dict[int, Measured]:
+        """Each baked frame's goals measured on the pose Blender evaluates from the written
+        action (constraints and drivers included)."""
         scene, tolerance = self.context.scene, self.settings.tolerance
-        missed = []
+        out = {}
         for frame, (bones, anchors, targets, weights, _) in sorted(self.goal_log.items()):
             scene.frame_set(frame)
             goals = GoalSet(bones, anchors, targets, weights)
-            if not measure(goals, anchor_points(self.obj, bones, goals.anchors), tolerance).converged:
-                missed.append(frame)
-        return missed
+            out[frame] = measure(goals, anchor_points(self.obj, bones, goals.anchors), tolerance)
+        return out
 
-    def close_loop(self) -> None:
+    def close_loop(self) -> dict[int, Measured]:
         """Where constraints or drivers move a goal's bone off its goal in the evaluated pose,
         solve those frames again from the baked pose, with the tree built there (so it holds
         the driven orientations as Blender evaluated them), and write them again: at most
-        ``CORRECTION_PASSES`` times, while frames still miss."""
+        ``CORRECTION_PASSES`` times, while frames still miss. Returns the last measurements."""
         s = self.settings
         for _ in range(CORRECTION_PASSES):
-            missed = self.missed_frames()
+            measured = self.measure_frames()
+            missed = [frame for frame, m in measured.items() if not m.converged]
             if not missed:
-                return
+                return measured
             for frame in missed:
                 model = self.pose(frame)  # the baked pose: the scene samples the written action
                 bones, anchors, targets, weights, _ = self.goal_log[frame]
@@ -347,19 +347,15 @@ class Baker:
                 if np.all(np.isfinite(result.q)):
                     self.results[frame] = model.channels(result.q)
             _write_keys(self.obj, self.results)
+        return self.measure_frames()
 
-    def verify(self) -> None:
-        """Measure every baked frame's goals on the pose Blender evaluates from the written
-        action (constraints and drivers included), and record the worst frame's figures."""
-        scene = self.context.scene
-        tolerance = self.settings.tolerance
-        for frame, (bones, anchors, targets, weights, _) in sorted(self.goal_log.items()):
-            scene.frame_set(frame)
-            goals = GoalSet(bones, anchors, targets, weights)
-            measured = measure(goals, anchor_points(self.obj, bones, goals.anchors), tolerance)
-            worst = float(measured.errors[measured.counted].max(initial=0.0))
+    def verify(self, measured: dict[int, Measured] | None = None) -> None:
+        """Record the worst frame's figures, measured on the evaluated pose (``measured``: the
+        measurements already taken of the action as written)."""
+        for frame, m in (self.measure_frames() if measured is None else measured).items():
+            worst = float(m.errors[m.counted].max(initial=0.0))
             if self.worst is None or worst > self.max_pin_error:
-                self.worst, self.max_pin_error = (frame, measured), worst
+                self.worst, self.max_pin_error = (frame, m), worst
         if self.worst is not None:
             self._record()
 

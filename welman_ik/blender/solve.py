@@ -10,7 +10,7 @@ import numpy as np
 
 from ..core import SOLVERS, PositionGoal, Problem, SolveResult
 from . import driven, keyframes
-from .evaluated import GoalSet
+from .evaluated import GoalSet, anchor_points
 from .evaluated import measure as evaluated_measure
 from .evaluated import slack as evaluated_slack
 from .rig import RigError, RigModel, chain_to_root
@@ -21,8 +21,7 @@ REACH_FACTOR = 1000.0  # goals farther than this many times the armature's size 
 
 def anchor_world(obj, pose_bone, anchor: float) -> np.ndarray:
     """World position of the point ``anchor`` (0 head, 1 tail) along an evaluated pose bone."""
-    local = pose_bone.head + anchor * (pose_bone.tail - pose_bone.head)
-    return np.array(obj.matrix_world @ local, dtype=float)
+    return anchor_points(obj, [pose_bone.name], [anchor])[0]
 
 
 def active_pins(settings, exclude: str = ""):
