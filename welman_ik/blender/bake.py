@@ -277,7 +277,7 @@ class Baker:
         # carried over from the last frame (or easing off after a pin's end): the start.
         problem = Problem(model.skeleton, goals, tolerance=s.tolerance, max_iterations=s.max_iterations,
                           damping=s.damping, reference=preferred_pose(s.reference, q_start),
-                          reference_weight=s.reference_weight)
+                          reference_weight=s.reference_weight, ranges=model.ranges)
         result = SOLVERS[s.solver](problem, q_start)
         if not np.all(np.isfinite(result.q)):
             raise RigError(f"The solver failed on frame {frame} (non-finite result)")
@@ -342,7 +342,7 @@ class Baker:
                          in zip(bones, anchors, targets, weights, self.priorities[frame])]
                 problem = Problem(model.skeleton, goals, tolerance=s.tolerance, max_iterations=s.max_iterations,
                                   damping=s.damping, reference=preferred_pose(s.reference, model.q0),
-                                  reference_weight=s.reference_weight)
+                                  reference_weight=s.reference_weight, ranges=model.ranges)
                 result = SOLVERS[s.solver](problem, model.q0)
                 if np.all(np.isfinite(result.q)):
                     self.results[frame] = model.channels(result.q)

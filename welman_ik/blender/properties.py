@@ -86,6 +86,27 @@ class WELMAN_IK_Pin(bpy.types.PropertyGroup):
                          description="Bake: the goal is where the bone's own animation puts it on each frame")
 
 
+def _angle(name: str, default: float, description: str):
+    return FloatProperty(name=name, default=default, subtype="ANGLE", soft_min=-3.14159, soft_max=3.14159,
+                         min=-6.28319, max=6.28319, description=description, override=OVERRIDABLE)
+
+
+class WELMAN_IK_Range(bpy.types.PropertyGroup):
+    """A spherical joint range (Yamane & Nakamura 2003): the bone's Y axis may swing inside an
+    elliptic cone about the range's X and Z axes, and twist about Y, relative to its rest
+    orientation in its parent. The range's axes are the bone's rest X and Z turned by
+    ``roll`` about Y (a preset turns them onto a hinge's bend axis, whatever the bone roll)."""
+
+    use: BoolProperty(name="Use", default=False, override=OVERRIDABLE, description="The range is in force")
+    swing_x_min: _angle("Swing X Min", -0.7854, "How far the bone may swing about the range's X axis, negative way")
+    swing_x_max: _angle("Swing X Max", 0.7854, "How far the bone may swing about the range's X axis, positive way")
+    swing_z_min: _angle("Swing Z Min", -0.7854, "How far the bone may swing about the range's Z axis, negative way")
+    swing_z_max: _angle("Swing Z Max", 0.7854, "How far the bone may swing about the range's Z axis, positive way")
+    twist_min: _angle("Twist Min", -0.7854, "Twist about the bone's own Y axis, negative way")
+    twist_max: _angle("Twist Max", 0.7854, "Twist about the bone's own Y axis, positive way")
+    roll: _angle("Roll", 0.0, "The range's X and Z axes: the bone's rest X and Z turned this far about Y")
+
+
 class WELMAN_IK_LastSolve(bpy.types.PropertyGroup):
     """Figures of the last solve, written by the add-on after every solve.
 
@@ -157,18 +178,24 @@ class WELMAN_IK_Settings(bpy.types.PropertyGroup):
     pins: CollectionProperty(type=WELMAN_IK_Pin, override=OVERRIDABLE_COLLECTION)
     active_pin_index: IntProperty(name="Active Pin", default=0, override=OVERRIDABLE)
     last_solve: PointerProperty(type=WELMAN_IK_LastSolve, override=OVERRIDABLE)
+    ranges_offered: BoolProperty(
+        name="Ranges Offered", default=False, override=OVERRIDABLE,
+        description="The panel has offered this rig's human joint ranges once (the offer is then dismissed)",
+    )
 
 
-CLASSES = (WELMAN_IK_Pin, WELMAN_IK_LastSolve, WELMAN_IK_Settings)
+CLASSES = (WELMAN_IK_Pin, WELMAN_IK_Range, WELMAN_IK_LastSolve, WELMAN_IK_Settings)
 
 
 def register() -> None:
     for cls in CLASSES:
         bpy.utils.register_class(cls)
     bpy.types.Object.welman_ik = PointerProperty(type=WELMAN_IK_Settings, override=OVERRIDABLE)
+    bpy.types.PoseBone.welman_ik_range = PointerProperty(type=WELMAN_IK_Range, override=OVERRIDABLE)
 
 
 def unregister() -> None:
+    del bpy.types.PoseBone.welman_ik_range
     del bpy.types.Object.welman_ik
     for cls in reversed(CLASSES):
         bpy.utils.unregister_class(cls)

@@ -13,12 +13,14 @@ frozen joints, which keeps every bone's frame (and every pin) exact.
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass
 
 import numpy as np
 from mathutils import Euler, Matrix
 
 from ..core import Skeleton
+from ..core.ranges import SphericalRanges
 from . import driven
 from .channels import (
     AXES,
@@ -264,7 +266,30 @@ class RigModel:
             rest=np.array(rest), lower=self.limits[0], upper=self.limits[1],
             mobility=np.array(mobility), base=world, inherits=np.array(inheriting),
         )
+        self.declared_ranges = self._declared_ranges()
         self._start(self._read())
+
+    def _declared_ranges(self) -> SphericalRanges:
+        """The spherical ranges (``pose_bone.welman_ik_range``) in use on bones that may turn."""
+        pose_bones = self.object.pose.bones
+        sk = self.skeleton
+        rows = []
+        for name, b in self.bones.items():
+            r = getattr(pose_bones[name], "welman_ik_range", None)
+            joints = sorted(b.hinges.values())  # chain order: the Euler product's order
+            if r is None or not r.use or not np.any(sk.mobility[joints] > 0.0):
+                continue
+            bounds = [(r.swing_x_min, r.swing_x_max), (r.swing_z_min, r.swing_z_max), (r.twist_min, r.twist_max)]
+            if not all(math.isfinite(v) for pair in bounds for v in pair) or any(lo > hi for lo, hi in bounds):
+                raise RigError(f"Bone '{name}' has a joint range with a minimum above its maximum "
+                               "or a value that is not a number: fix it in the Joint Range panel")
+            rows.append((joints, *bounds, r.roll))
+        if not rows:
+            return SphericalRanges(np.zeros((0, 3), dtype=np.intp), np.zeros((0, 2)), np.zeros((0, 2)),
+                                   np.zeros((0, 2)), np.zeros(0))
+        joints, swing_x, swing_z, twist, roll = zip(*rows)
+        return SphericalRanges(np.array(joints), np.array(swing_x), np.array(swing_z), np.array(twist),
+                               np.array(roll))
 
     # -- reading the pose ------------------------------------------------------------
 
@@ -298,6 +323,8 @@ class RigModel:
         sk = self.skeleton
         if not (np.array_equal(lower, sk.lower) and np.array_equal(upper, sk.upper)):
             self.skeleton = dataclasses.replace(sk, lower=lower, upper=upper)
+        # Likewise a ball joint posed outside its range: the range widens just to hold it.
+        self.ranges = self.declared_ranges.containing(self.skeleton, q) if self.declared_ranges.size else None
 
     def refresh(self) -> bool:
         """Take the pose bones' current channels as the new start (a bake does this on every

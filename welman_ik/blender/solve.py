@@ -176,6 +176,7 @@ class DragSolver:
             time_budget=time_budget,
             reference=self.reference if prefer else None,
             reference_weight=s.reference_weight,
+            ranges=self.model.ranges,
         )
 
     def solve(self, target, time_budget: float | None = None, tolerance: float | None = None,

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .goals import Goal
+from .ranges import SphericalRanges
 from .skeleton import Kinematics, Skeleton
 
 
@@ -30,6 +31,8 @@ class Problem:
                 joint near them. None: no preference.
     reference_weight: how strongly [cost per rad^2, relative to the goals' m^2 once scaled
                 by the tree's size] the joints keep to ``reference``.
+    ranges:     spherical joint ranges (swing cone and twist) of ball joints, enforced by
+                every solver on top of the per-joint limits (``constrain``).
     """
 
     skeleton: Skeleton
@@ -41,6 +44,20 @@ class Problem:
     time_budget: float | None = None
     reference: np.ndarray | None = None
     reference_weight: float = 1.0
+    ranges: SphericalRanges | None = None
+
+    def __post_init__(self) -> None:
+        if self.ranges is not None:
+            self.ranges.check(self.skeleton)
+
+    def constrain(self, q: np.ndarray) -> np.ndarray:
+        """Joint values within the joint limits and the spherical ranges; only joints that
+        may move are changed by the ranges."""
+        sk = self.skeleton
+        q = sk.clamp(q)
+        if self.ranges is not None and self.ranges.size:
+            q = sk.clamp(self.ranges.project(sk, q, self.movable()))
+        return q
 
     def movable(self) -> np.ndarray:
         """(n,) bool: joints that may move in this solve."""
@@ -113,7 +130,7 @@ def check_start(problem: Problem, q0) -> np.ndarray:
         raise ValueError(f"expected {problem.skeleton.size} joint values, got shape {q.shape}")
     if not np.all(np.isfinite(q)):
         raise ValueError("starting joint values contain NaN or infinity")
-    return problem.skeleton.clamp(q)
+    return problem.constrain(q)
 
 
 def stacked(goals: Sequence[Goal], kin: Kinematics, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

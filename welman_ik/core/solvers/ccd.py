@@ -27,6 +27,7 @@ import numpy as np
 
 from ..problem import Problem, SolveResult, check_start, finish, goal_errors, level_weights
 from ..skeleton import cross
+from .preference import ReferencePull
 
 
 def _pairs(problem: Problem, kin, weights):
@@ -131,11 +132,19 @@ def solve(problem: Problem, q0) -> SolveResult:
     history: list[float] = []
     sweeps = 0
     previous_cost, previous_q = math.inf, q.copy()
+    kin = sk.forward(q)
+    pull = ReferencePull(problem, kin)
     for _ in range(problem.max_iterations):
         kin = sk.forward(q)
         errors = goal_errors(problem.goals, kin)
         history.append(float(errors.max(initial=0.0)))
-        if np.all(errors <= problem.tolerance) or time.perf_counter() > deadline:
+        if np.all(errors <= problem.tolerance):
+            pulled = pull.step(q, kin, errors)
+            if pulled is None:
+                break
+            q, previous_cost = pulled[0], math.inf
+            continue
+        if time.perf_counter() > deadline:
             break
         if len(phases) == 1:
             _, points, targets, w = _pairs(problem, kin, weights)
@@ -150,7 +159,10 @@ def solve(problem: Problem, q0) -> SolveResult:
         start = q
         for i, phase in enumerate(phases):
             q = _sweep(problem, q, kin if i == 0 else sk.forward(q), phase, order)
+            if problem.ranges is not None:
+                q = problem.constrain(q)
         sweeps += 1
         if np.abs(q - start).max(initial=0.0) < 1e-14:
             break
-    return finish(problem, q, sweeps, history)
+    q, kin = pull.finish(q, sk.forward(q))
+    return finish(problem, q, sweeps, history, kin)

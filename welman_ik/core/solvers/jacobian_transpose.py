@@ -27,6 +27,7 @@ import numpy as np
 
 from ..problem import Problem, SolveResult, check_start, finish, goal_errors, level_weights, stacked
 from .ccd import _pairs, weighted_cost
+from .preference import ReferencePull
 
 MAX_STEP = 0.5  # largest revolute step per iteration [rad]
 MAX_HALVINGS = 30
@@ -62,7 +63,7 @@ class _Descent:
             biggest = np.abs(dq[~sk.prismatic]).max(initial=0.0)
             if biggest > MAX_STEP:
                 dq *= MAX_STEP / biggest
-            trial = sk.clamp(q + dq)
+            trial = self.problem.constrain(q + dq)
             if np.abs(trial - q).max(initial=0.0) < 1e-15:
                 return None
             trial_kin = sk.forward(trial)
@@ -85,10 +86,17 @@ def solve(problem: Problem, q0) -> SolveResult:
     history: list[float] = []
     iterations = 0
     kin = sk.forward(q)
+    pull = ReferencePull(problem, kin)
     for _ in range(problem.max_iterations):
         errors = goal_errors(problem.goals, kin)
         history.append(float(errors.max(initial=0.0)))
-        if np.all(errors <= problem.tolerance) or time.perf_counter() > deadline:
+        if np.all(errors <= problem.tolerance):
+            pulled = pull.step(q, kin, errors)
+            if pulled is None:
+                break
+            q, kin = pulled
+            continue
+        if time.perf_counter() > deadline:
             break
         iterations += 1
         moved = False
@@ -98,4 +106,5 @@ def solve(problem: Problem, q0) -> SolveResult:
                 (q, kin), moved = taken, True
         if not moved:
             break
+    q, kin = pull.finish(q, kin)
     return finish(problem, q, iterations, history, kin)

@@ -16,11 +16,14 @@ moves: the least-norm step then prefers the limbs to the trunk and the root (as 
 animator would), and stiff joints move less.
 
 Joint limits: a joint that the step would carry past a limit is clamped at it,
-locked, and the step re-solved with the remaining joints (at most a few passes).
+locked, and the step re-solved with the remaining joints (at most a few passes). A ball
+joint carried out of its spherical range (``problem.ranges``) is held the same way at the
+closest rotation inside it, so the rest of the body takes up what it cannot do.
 
 Reference pose (Yamane & Nakamura 2003, section 3.3): with ``problem.reference``, a last
 level asks every movable joint back toward its preferred value, in the columns' own
-units (so the trunk and stiff joints, whose columns are small, keep to it hardest). It
+units (so stiff joints, whose columns are small, keep to it hardest), each weighted by
+the bone length it carries (``reference_weights``: the trunk keeps to it hardest). It
 works only in what freedom the goals leave, takes ``reference_weight`` (at most 1) of
 its step per iteration, only in iterations that start with every goal met, and only while
 no goal level drifts by more
@@ -57,6 +60,20 @@ DRIFT_SHARE = 0.1  # how much higher levels may lose per unit a lower level gain
 REFERENCE_SETTLED = 1e-4  # [rad] the reference's step below which a solve with goals met stops
 REFERENCE_PROGRESS = 0.1  # a reference that gains less than this share per iteration is done
 REFERENCE_DRIFT = 1e-3  # of the tree's size: how far a step toward the reference may move a goal
+REFERENCE_INERTIA = 2.0  # the reference level weighs each joint by the bone length it carries to this power
+
+
+def reference_weights(sk) -> np.ndarray:
+    """(n,) each joint's weight in the reference level: the length of bone it carries (the
+    sum of the offsets of every joint below it, so that short finger bones count little),
+    relative to the median, to the power ``REFERENCE_INERTIA``, and at least 1 (the limbs
+    keep their plain weight; only what carries more is held harder). A joint that carries the
+    whole upper body keeps to its preferred value far harder than an elbow does, as a
+    person reaching moves the arm, not the trunk."""
+    carried = sk.ancestors.T @ np.linalg.norm(sk.rest[:, :3, 3], axis=1)
+    positive = carried[carried > 0]
+    typical = float(np.median(positive)) if positive.size else 1.0
+    return np.maximum(carried / max(typical, 1e-12), 1.0) ** REFERENCE_INERTIA
 
 
 def sr_inverse(a: np.ndarray, e: np.ndarray, k: float) -> np.ndarray:
@@ -114,7 +131,7 @@ def escape_nudge(problem: Problem, groups, q: np.ndarray, errors: np.ndarray,
     best_q, best = None, key(errors)
     for j in np.flatnonzero(movable & ~sk.prismatic):
         for sign in (1.0, -1.0):
-            trial = sk.clamp(q + sign * angle * (np.arange(sk.size) == j))
+            trial = problem.constrain(q + sign * angle * (np.arange(sk.size) == j))
             trial_key = key(goal_errors(problem.goals, sk.forward(trial)))
             if _lexicographically_lower(trial_key, best):
                 best_q, best = trial, trial_key
@@ -163,6 +180,7 @@ def solve(problem: Problem, q0) -> SolveResult:
     if preferred:
         damping.append(problem.damping)
         pull = min(1.0, float(problem.reference_weight))
+        ref_weight = reference_weights(sk)
 
     history: list[float] = []
     iterations = 0
@@ -187,7 +205,8 @@ def solve(problem: Problem, q0) -> SolveResult:
             e, j = stacked([goals[i] for i in group], kin, weights[group])
             tasks.append((e / size, j[:, cols] * (col_scale[cols] / size)))
         if preferred:  # the lowest level: x = dq / scale toward the reference
-            tasks.append(((problem.reference - q)[cols] / col_scale[cols], np.eye(cols.size)))
+            w = ref_weight[cols]
+            tasks.append((w * (problem.reference - q)[cols] / col_scale[cols], np.diag(w)))
 
         scale = col_scale[cols]
         free = np.ones(cols.size, dtype=bool)
@@ -207,10 +226,17 @@ def solve(problem: Problem, q0) -> SolveResult:
             dq = np.zeros(sk.size)
             dq[cols] = total * scale
             over = violating(sk, q, dq, movable)[cols] & free
-            if not over.any():
+            ranged = np.zeros_like(over)
+            if problem.ranges is not None and problem.ranges.size:
+                # A ball joint the step carries out of its range is held at the closest
+                # rotation inside it, and the rest of the body re-solves around it.
+                projected = problem.ranges.project(sk, q + dq, movable)
+                ranged = (projected != q + dq)[cols] & free & ~over
+                fixed_x[ranged] = (projected - q)[cols][ranged] / scale[ranged]
+            if not (over.any() or ranged.any()):
                 break
             fixed_x[over] = clamp_step(sk, q, dq)[cols][over] / scale[over]
-            free &= ~over
+            free &= ~(over | ranged)
         if preferred:
             parts[-1] = pull * parts[-1]
             # Goals met, the reference is done when its step is small or it no longer
@@ -240,7 +266,7 @@ def solve(problem: Problem, q0) -> SolveResult:
             met = bool(np.all(errors[group] <= tol))
             beta = 1.0
             for _halving in range(MAX_HALVINGS):
-                trial = sk.clamp(q + _dq(sk, cols, taken + beta * part, scale))
+                trial = problem.constrain(q + _dq(sk, cols, taken + beta * part, scale))
                 if met:
                     taken, new_q, new_kin = taken + part, trial, None
                     break
@@ -266,7 +292,7 @@ def solve(problem: Problem, q0) -> SolveResult:
             # and a solve ends only with the goals met).
             beta = 1.0
             for _halving in range(MAX_HALVINGS // 2):
-                trial = sk.clamp(q + _dq(sk, cols, taken + beta * parts[-1], scale))
+                trial = problem.constrain(q + _dq(sk, cols, taken + beta * parts[-1], scale))
                 trial_kin = sk.forward(trial)
                 trial_errors = goal_errors(goals, trial_kin)
                 allowed = REFERENCE_DRIFT * size

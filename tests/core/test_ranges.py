@@ -1,0 +1,173 @@
+"""Spherical joint ranges: the swing-twist split, the projection, and every solver
+keeping ball joints inside their cones while still reaching what the ranges allow."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+from chains import random_rotation, rotation, translation
+
+from welman_ik.core import SOLVERS, PositionGoal, Problem, Skeleton
+from welman_ik.core.problem import goal_errors
+from welman_ik.core.ranges import SphericalRanges, closest_on_ellipse, compose, euler_angles, swing_twist
+
+ALL = list(SOLVERS)
+ORDERS = list(itertools.permutations(range(3)))
+
+
+def test_swing_twist_round_trip() -> None:
+    """compose(swing_twist(R)) is R, the swing axis lies in the XZ plane and carries Y
+    to R Y, for rotations with swing below 180 degrees."""
+    rng = np.random.default_rng(1)
+    rs = np.stack([random_rotation(rng) for _ in range(200)])
+    rs = rs[rs[:, 1, 1] > -0.99]
+    sx, sz, twist = swing_twist(rs)
+    np.testing.assert_allclose(compose(sx, sz, twist), rs, atol=1e-9)
+    assert np.all(np.abs(twist) <= np.pi)
+    swing_only = compose(sx, sz, np.zeros_like(sx))
+    np.testing.assert_allclose(swing_only[:, :, 1], rs[:, :, 1], atol=1e-9)
+
+
+@pytest.mark.parametrize("order", ORDERS)
+def test_euler_angles_for_every_order(order) -> None:
+    """R_i(a) R_j(b) R_k(c) is rebuilt from the angles found, for all six axis orders,
+    and the angles picked are the solution nearest the given ones."""
+    rng = np.random.default_rng(2)
+    axes = np.eye(3)
+    angles = rng.uniform(-1.4, 1.4, size=(50, 3))
+    rs = np.stack([rotation(axes[order[0]], a) @ rotation(axes[order[1]], b) @ rotation(axes[order[2]], c)
+                   for a, b, c in angles])
+    found = euler_angles(rs, np.tile(order, (50, 1)), angles + 0.01 + 2 * np.pi)
+    np.testing.assert_allclose(found, angles + 2 * np.pi, atol=1e-9)
+
+
+def test_closest_point_on_ellipse() -> None:
+    """The point found is on the ellipse and no sampled point of it is closer."""
+    rng = np.random.default_rng(3)
+    a, b = rng.uniform(0.05, 2.5, 100), rng.uniform(0.05, 2.5, 100)
+    x, y = rng.uniform(0, 4, 100), rng.uniform(0, 4, 100)
+    outside = (x / a) ** 2 + (y / b) ** 2 > 1
+    x, y, a, b = x[outside], y[outside], a[outside], b[outside]
+    px, py = closest_on_ellipse(x, y, a, b)
+    np.testing.assert_allclose((px / a) ** 2 + (py / b) ** 2, 1.0, atol=1e-9)
+    t = np.linspace(0, np.pi / 2, 20001)
+    sampled = np.min(np.hypot(a[:, None] * np.cos(t) - x[:, None], b[:, None] * np.sin(t) - y[:, None]), axis=1)
+    assert np.all(np.hypot(px - x, py - y) <= sampled + 1e-9)
+
+
+def ball(order=(2, 0, 1), length: float = 1.0) -> Skeleton:
+    """A fixed upper link (joint 0, frozen) and a ball joint of three hinges at its end
+    (axes in ``order``), whose bone points along +Y, then a hinge at the bone's tip."""
+    axes = np.eye(3)
+    n = 5
+    rest = np.stack([np.eye(4)] * n)
+    rest[1] = translation([0.0, 1.0, 0.0])
+    rest[4] = translation([0.0, length, 0.0])
+    return Skeleton(parent=np.arange(n) - 1, prismatic=np.zeros(n, bool),
+                    axis=np.vstack([[0, 0, 1], axes[list(order)], [1, 0, 0]]), rest=rest,
+                    lower=np.full(n, -np.inf), upper=np.full(n, np.inf), mobility=np.array([0.0, 1, 1, 1, 1]))
+
+
+def cone(roll: float = 0.0, swing_x=(-0.3, 0.6), swing_z=(-0.2, 0.4), twist=(-0.1, 0.2)) -> SphericalRanges:
+    return SphericalRanges(joints=[[1, 2, 3]], swing_x=[swing_x], swing_z=[swing_z], twist=[twist], roll=[roll])
+
+
+@pytest.mark.parametrize("order", ORDERS)
+@pytest.mark.parametrize("roll", [0.0, 0.7])
+def test_projection_lands_inside_and_keeps_inside_alone(order, roll: float) -> None:
+    """Random rotations: those inside are not touched; those outside end on the range's
+    boundary (excess 0), as close to where they were as any allowed rotation sampled."""
+    sk = ball(order)
+    ranges = cone(roll)
+    ranges.check(sk)
+    rng = np.random.default_rng(4)
+    for _ in range(60):
+        q = np.zeros(5)
+        q[1:4] = rng.uniform(-1.2, 1.2, 3)
+        projected = ranges.project(sk, q)
+        assert ranges.excess(sk, projected)[0] <= 1e-9
+        if ranges.excess(sk, q)[0] == 0.0:
+            assert np.array_equal(projected, q)
+        else:
+            assert not np.array_equal(projected, q)
+            np.testing.assert_array_equal(projected[[0, 4]], q[[0, 4]])
+
+
+def test_containing_widens_just_enough() -> None:
+    """A pose outside the range: the widened range holds it, and still holds everything
+    the old one held; a pose inside leaves the range as it was."""
+    sk = ball()
+    ranges = cone(swing_x=(0.0, 0.6))  # a wall: no swing the negative way about X
+    q = np.array([0.0, 0.3, -0.5, 0.4, 0.0])
+    assert ranges.excess(sk, q)[0] > 0
+    wide = ranges.containing(sk, q)
+    assert wide.excess(sk, q)[0] <= 1e-9
+    assert np.all(wide.swing_x[:, 0] <= ranges.swing_x[:, 0]) and np.all(wide.swing_x[:, 1] >= ranges.swing_x[:, 1])
+    assert ranges.containing(sk, np.zeros(5)) is ranges
+
+
+def test_bad_ranges_refused() -> None:
+    with pytest.raises(ValueError, match="min <= max"):
+        cone(twist=(0.3, -0.3))
+    with pytest.raises(ValueError, match="finite"):
+        cone(swing_x=(-np.inf, 0.3))
+    sk = ball(order=(0, 0, 1))
+    with pytest.raises(ValueError, match="different axes"):
+        Problem(sk, [], ranges=cone())
+
+
+def arm() -> tuple[Skeleton, SphericalRanges]:
+    """A shoulder (ball, three hinges) with an upper arm along +Y of length 0.3, an elbow
+    hinge about X, a forearm of 0.3; the elbow may bend only one way (0..150 degrees)."""
+    n = 4
+    rest = np.stack([np.eye(4)] * n)
+    rest[3] = translation([0.0, 0.3, 0.0])
+    sk = Skeleton(parent=np.arange(n) - 1, prismatic=np.zeros(n, bool),
+                  axis=np.array([[0, 0, 1], [1, 0, 0], [0, 1, 0], [1, 0, 0]], float), rest=rest,
+                  lower=np.array([-np.inf] * 3 + [0.0]), upper=np.array([np.inf] * 3 + [np.radians(150)]),
+                  mobility=np.ones(n))
+    shoulder = SphericalRanges(joints=[[0, 1, 2]], swing_x=[(-0.5, 1.0)], swing_z=[(-0.4, 0.4)],
+                               twist=[(-0.3, 0.3)], roll=[0.0])
+    return sk, shoulder
+
+
+def hand(sk: Skeleton, q: np.ndarray) -> np.ndarray:
+    return sk.forward(q).points(np.array([3]), np.array([[0.0, 0.3, 0.0]]))[0]
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_solvers_keep_the_cone_and_reach_inside_it(name: str) -> None:
+    """A target the hand can reach inside the shoulder's cone is reached (1e-4 m) with the
+    shoulder inside its range; one that needs the shoulder outside is refused by the
+    range: the shoulder ends on its boundary, never past it."""
+    sk, shoulder = arm()
+    inside = hand(sk, np.array([0.2, 0.5, 0.1, 0.8]))
+    outside = hand(sk, np.array([1.2, -1.0, 0.0, 0.3]))
+    for target, reachable in ((inside, True), (outside, False)):
+        problem = Problem(sk, [PositionGoal(3, [0.0, 0.3, 0.0], target)], tolerance=1e-5,
+                          max_iterations=400, ranges=shoulder)
+        result = SOLVERS[name](problem, np.array([0.0, 0.0, 0.0, 0.3]))
+        assert shoulder.excess(sk, result.q)[0] <= 1e-9
+        assert np.radians(0.0) <= result.q[3] <= np.radians(150)
+        error = goal_errors(problem.goals, sk.forward(result.q))[0]
+        if reachable:
+            assert error <= 1e-4, error
+        else:
+            assert error > 1e-3  # honest: the range refuses it, the solve reports the miss
+            assert not result.converged
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_hinge_without_hyperextension_bends_the_right_way(name: str) -> None:
+    """Bring the hand toward the shoulder along a path a backward-bending elbow could also
+    take: the elbow bends forward (positive) and the hand gets there."""
+    sk, shoulder = arm()
+    target = hand(sk, np.array([0.0, -0.3, 0.1, 2.0]))
+    problem = Problem(sk, [PositionGoal(3, [0.0, 0.3, 0.0], target)], tolerance=1e-5,
+                      max_iterations=500, ranges=shoulder)
+    result = SOLVERS[name](problem, np.array([0.0, 0.0, 0.0, 0.05]))
+    assert result.q[3] >= 0.0
+    assert shoulder.excess(sk, result.q)[0] <= 1e-9
+    assert np.linalg.norm(hand(sk, result.q) - target) <= 1e-4
