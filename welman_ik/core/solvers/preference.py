@@ -70,7 +70,7 @@ class ReferencePull:
     def finish(self, q: np.ndarray, kin):
         """The configuration to return: ``q``, unless it misses a goal that the last settled
         configuration met."""
-        if self.active and self.settled is not None and self.settled[0] is not q:
-            if not np.all(goal_errors(self.problem.goals, kin) <= self.problem.tolerance):
-                return self.settled[0], self.settled[1]
+        if (self.active and self.settled is not None and self.settled[0] is not q
+                and not np.all(goal_errors(self.problem.goals, kin) <= self.problem.tolerance)):
+            return self.settled[0], self.settled[1]
         return q, kin
