@@ -6,7 +6,10 @@ import textwrap
 
 import bpy
 
-from .operators import linked_refusal
+from .operators import ArmatureOperator, linked_refusal
+
+NAMINGS = {"RIGIFY": "Rigify", "METARIG": "Rigify metarig", "MIXAMO": "Mixamo", "BVH": "BVH"}
+JOINT_RANGES = "welman_ik.joint_ranges"
 
 
 class SidebarPanel:
@@ -44,6 +47,63 @@ def wrapped_lines(context, text: str) -> list[str]:
     scale = (preferences.system.ui_scale if preferences is not None else 0.0) or 1.0  # 0 without a window
     width = region.width if region is not None else 300
     return textwrap.wrap(text, width=max(20, int(width / (7.0 * max(scale, 0.5))) - 4)) or [text]
+
+
+def active_pose_bone(obj):
+    """The active pose bone of armature ``obj``, or None (from the armature's active bone: the
+    context's ``active_pose_bone`` is missing without a window)."""
+    bone = obj.data.bones.active
+    return obj.pose.bones.get(bone.name) if bone is not None and obj.pose is not None else None
+
+
+def operator_available(idname: str) -> bool:
+    """Operator ``idname`` is registered (the presets operator may not be, in a partial install)."""
+    module, name = idname.split(".")
+    try:
+        getattr(getattr(bpy.ops, module), name).get_rna_type()
+    except (AttributeError, KeyError):
+        return False
+    return True
+
+
+def recognised_naming(obj) -> str:
+    """The human naming of armature ``obj`` ('RIGIFY', 'METARIG', 'MIXAMO', 'BVH') as the presets
+    recognise it, or '' (also when the presets module is missing or fails: the panel must draw)."""
+    try:
+        from . import presets
+    except ImportError:
+        return ""
+    recognised = getattr(presets, "recognised", None)
+    if recognised is None:
+        return ""
+    try:
+        return str(recognised(obj) or "")
+    except Exception:  # noqa: BLE001 - a rig the presets choke on is simply not offered
+        return ""
+
+
+def ranges_offer(obj) -> str:
+    """The naming to offer human joint ranges for (once per rig), or '': the rig has a pin, no
+    bone with a range in use, has not been offered them, and its naming is recognised."""
+    settings = obj.welman_ik
+    if settings.ranges_offered or not len(settings.pins) or linked_refusal(obj):
+        return ""
+    if any(pb.welman_ik_range.use for pb in obj.pose.bones):
+        return ""
+    return recognised_naming(obj)
+
+
+class WELMAN_IK_OT_dismiss_ranges_offer(ArmatureOperator, bpy.types.Operator):
+    """Do not offer natural joint ranges for this rig again"""
+
+    bl_idname = "welman_ik.dismiss_ranges_offer"
+    bl_label = "Dismiss"
+
+    def execute(self, context):
+        if self.refused(context):
+            return {"CANCELLED"}
+        context.object.welman_ik.ranges_offered = True
+        return {"FINISHED"}
 
 
 class WELMAN_IK_PT_main(SidebarPanel, bpy.types.Panel):
@@ -88,6 +148,9 @@ class WELMAN_IK_PT_pins(SidebarPanel, bpy.types.Panel):
         row = layout.row(align=True)
         row.operator("welman_ik.lock", icon="LOCKED")
         row.operator("welman_ik.unlock", icon="UNLOCKED")
+        naming = ranges_offer(context.object)
+        if naming:
+            self.draw_offer(context, naming)
         layout.template_list("WELMAN_IK_UL_pins", "", settings, "pins", settings, "active_pin_index", rows=3)
         if 0 <= settings.active_pin_index < len(settings.pins):
             pin = settings.pins[settings.active_pin_index]
@@ -96,6 +159,62 @@ class WELMAN_IK_PT_pins(SidebarPanel, bpy.types.Panel):
             col.prop(pin, "kind")
             col.prop(pin, "anchor")
             col.prop(pin, "location")
+
+    def draw_offer(self, context, naming: str) -> None:
+        box = self.layout.box()
+        col = box.column(align=True)
+        text = f"Human rig recognised ({NAMINGS.get(naming, naming)}): set natural joint ranges?"
+        for i, line in enumerate(wrapped_lines(context, text)):
+            col.label(text=line, icon="ARMATURE_DATA" if i == 0 else "BLANK1")
+        row = box.row(align=True)
+        if operator_available(JOINT_RANGES):
+            row.operator(JOINT_RANGES, text="Set Ranges").preset = "AUTO"
+        row.operator("welman_ik.dismiss_ranges_offer", text="Dismiss")
+
+
+class WELMAN_IK_PT_range(SidebarPanel, bpy.types.Panel):
+    """The active bone's spherical joint range (``pose_bone.welman_ik_range``)."""
+
+    bl_label = "Joint Range"
+    bl_parent_id = "WELMAN_IK_PT_main"
+
+    @classmethod
+    def poll(cls, context):
+        obj = context.object
+        return (obj is not None and obj.type == "ARMATURE" and obj.mode == "POSE"
+                and active_pose_bone(obj) is not None)
+
+    def draw_header(self, context):
+        self.layout.prop(active_pose_bone(context.object).welman_ik_range, "use", text="")
+
+    def draw(self, context):
+        layout = self.layout
+        pose_bone = active_pose_bone(context.object)
+        rng = pose_bone.welman_ik_range
+        layout.label(text=pose_bone.name, icon="BONE_DATA")
+        col = layout.column(align=True)
+        col.active = rng.use
+        # Label, min, max on one row: the sidebar is too narrow for "Swing X Min" beside a field.
+        for label, low, high in (("", "", ""), ("Swing X", "swing_x_min", "swing_x_max"),
+                                 ("Swing Z", "swing_z_min", "swing_z_max"), ("Twist", "twist_min", "twist_max")):
+            split = col.split(factor=0.32, align=True)
+            split.label(text=label)
+            row = split.row(align=True)
+            if low:
+                row.prop(rng, low, text="")
+                row.prop(rng, high, text="")
+            else:
+                row.label(text="Min")
+                row.label(text="Max")
+        split = col.split(factor=0.32, align=True)
+        split.label(text="Roll")
+        split.prop(rng, "roll", text="")
+        if operator_available(JOINT_RANGES):
+            row = layout.split(factor=0.65, align=True)
+            row.operator(JOINT_RANGES, text="Human Ranges").preset = "AUTO"
+            row.operator(JOINT_RANGES, text="Clear").preset = "CLEAR"
+        else:
+            layout.label(text="Presets not available", icon="INFO")
 
 
 class WELMAN_IK_PT_last_solve(SidebarPanel, bpy.types.Panel):
@@ -150,4 +269,5 @@ class WELMAN_IK_PT_bake(SidebarPanel, bpy.types.Panel):
         layout.operator("welman_ik.edit_motion", icon="IPO_EASE_IN_OUT")
 
 
-CLASSES = (WELMAN_IK_UL_pins, WELMAN_IK_PT_main, WELMAN_IK_PT_pins, WELMAN_IK_PT_last_solve, WELMAN_IK_PT_bake)
+CLASSES = (WELMAN_IK_OT_dismiss_ranges_offer, WELMAN_IK_UL_pins, WELMAN_IK_PT_main, WELMAN_IK_PT_pins,
+           WELMAN_IK_PT_range, WELMAN_IK_PT_last_solve, WELMAN_IK_PT_bake)

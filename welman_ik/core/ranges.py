@@ -33,7 +33,7 @@ ELLIPSE_NEWTON = 40
 INSIDE_SLACK = 1e-9  # [rad] a rotation this close to the boundary counts as inside
 
 
-def _rotation_y(angle: np.ndarray) -> np.ndarray:
+def rotation_y(angle: np.ndarray) -> np.ndarray:
     c, s = np.cos(angle), np.sin(angle)
     m = np.zeros(np.shape(angle) + (3, 3))
     m[..., 0, 0], m[..., 0, 2], m[..., 1, 1], m[..., 2, 0], m[..., 2, 2] = c, s, 1.0, -s, c
@@ -62,7 +62,7 @@ def _axis_angle(sx: np.ndarray, sz: np.ndarray) -> tuple[np.ndarray, np.ndarray]
 
 def compose(sx: np.ndarray, sz: np.ndarray, twist: np.ndarray) -> np.ndarray:
     """The rotations (m, 3, 3) S(s) R_y(twist)."""
-    return axis_angle_matrices(*_axis_angle(np.asarray(sx, float), np.asarray(sz, float))) @ _rotation_y(twist)
+    return axis_angle_matrices(*_axis_angle(np.asarray(sx, float), np.asarray(sz, float))) @ rotation_y(twist)
 
 
 def closest_on_ellipse(x: np.ndarray, y: np.ndarray, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -164,7 +164,7 @@ class SphericalRanges:
         hinge = axis_angle_matrices(skeleton.axis[self.joints].reshape(-1, 3), q[self.joints].reshape(-1))
         hinge = hinge.reshape(m, 3, 3, 3)
         r = hinge[:, 0] @ hinge[:, 1] @ hinge[:, 2]
-        turn = _rotation_y(self.roll)
+        turn = rotation_y(self.roll)
         return np.swapaxes(turn, 1, 2) @ r @ turn
 
     def _semi_axes(self, sx: np.ndarray, sz: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -181,7 +181,7 @@ class SphericalRanges:
         """(m,) [rad]: how far each of ``rotations`` (m, 3, 3), relative to rest in the bone's
         own frame (a pose bone's ``matrix_basis``), is outside its range: the larger of the
         twist's excess and the swing's distance from its ellipse."""
-        turn = _rotation_y(self.roll)
+        turn = rotation_y(self.roll)
         return self._excess(np.swapaxes(turn, 1, 2) @ np.asarray(rotations, float) @ turn)
 
     def _excess(self, r: np.ndarray) -> np.ndarray:
@@ -213,7 +213,7 @@ class SphericalRanges:
         out = np.maximum(np.hypot(sx - cx, sz - cz), np.abs(twist - ct)) > INSIDE_SLACK
         if not out.any():
             return q
-        turn = _rotation_y(self.roll[out])
+        turn = rotation_y(self.roll[out])
         r = turn @ compose(cx[out], cz[out], ct[out]) @ np.swapaxes(turn, 1, 2)
         joints = self.joints[out]
         values = euler_angles(r, self.order(skeleton)[out], q[joints])
