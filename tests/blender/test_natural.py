@@ -39,12 +39,22 @@ def move(session: DragSession, point) -> None:
     session.move(np.asarray(point) - 5.0 * FRONT, FRONT)
 
 
-@pytest.mark.parametrize(("reference", "worst_degrees"), [("START", 1.0), ("NONE", None)])
-def test_hand_out_and_back_gives_back_the_start_pose(standing, reference, worst_degrees):
+@pytest.mark.parametrize(("solver", "reference", "worst_degrees"), [
+    ("SR_INVERSE", "START", 1.0), ("SR_INVERSE", "NONE", None),
+    ("JACOBIAN_TRANSPOSE", "START", 1.0),
+])
+def test_hand_out_and_back_gives_back_the_start_pose(standing, solver, reference, worst_degrees):
     """Drag a hand 25 cm out and back in 1 cm steps: with the preferred pose the drag's start,
     every bone ends within 1 degree of where it started. Without one, the least-norm steps
-    leave the body elsewhere (about 6 degrees here): the test shows the difference is real."""
+    leave the body elsewhere (about 6 degrees here): the test shows the difference is real.
+    (CCD is not held to this: its sweeps turn the pinned left hand about its held tail, a
+    motion no position goal sees, by up to 100 degrees; the mocap issue's pin orientation
+    is what fixes it.)"""
     standing.welman_ik.reference = reference
+    standing.welman_ik.solver = solver
+    # At the far end the drag pulls against the pins; CCD and the Jacobian transpose, with
+    # no null space, give the pins a fraction of a millimetre there.
+    pin_tolerance = 1e-4 if solver == "SR_INVERSE" else 5e-4
     start = world_rotations(standing)
     session = DragSession(standing, "hand.R", event_budget=1.0)  # the pose, not the machine's speed
     origin = world_point(standing, "hand.R", session.anchor)
@@ -52,10 +62,10 @@ def test_hand_out_and_back_gives_back_the_start_pose(standing, reference, worst_
     steps = np.linspace(0.0, 1.0, 26)
     for t in [*steps, *steps[::-1]]:
         move(session, origin + t * out)
-        assert max(pin_errors(standing).values()) <= 1e-4
+        assert max(pin_errors(standing).values()) <= pin_tolerance
     end = world_rotations(standing)
-    worst = max(angle(start[name], end[name]) for name in start)
+    worst, worst_bone = max((angle(start[name], end[name]), name) for name in start)
     if worst_degrees is not None:
-        assert worst <= worst_degrees, worst
+        assert worst <= worst_degrees, (worst, worst_bone)
     else:
         assert worst > 2.0, worst
