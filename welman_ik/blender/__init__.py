@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import bpy
 
-from . import operators, overlay, panel, preferences, properties
+from . import operators, overlay, panel, preferences, presets, properties
 
-_CLASSES = preferences.CLASSES + operators.CLASSES + panel.CLASSES
+_CLASSES = preferences.CLASSES + operators.CLASSES + presets.CLASSES + panel.CLASSES
 _keymaps: list = []
 
 # The interactive drag starts on the bone under the mouse (or the active bone).
