@@ -31,6 +31,8 @@ from .skeleton import Skeleton, axis_angle_matrices
 TINY_BOUND = 1e-9  # [rad] a semi-axis below this is a wall: no swing that way
 ELLIPSE_NEWTON = 40
 INSIDE_SLACK = 1e-9  # [rad] a rotation this close to the boundary counts as inside
+WALL = 1e-2  # [rad] the semi-axis a wall (a zero bound) counts as in the linearised constraint
+GRADIENT_STEP = 1e-6  # [rad] central differences of the constraints
 
 
 def rotation_y(angle: np.ndarray) -> np.ndarray:
@@ -250,3 +252,44 @@ class SphericalRanges:
             bounds[rows[negative], 0] = np.minimum(bounds[rows[negative], 0], -semi[rows[negative]])
         twist_bounds = np.stack([np.minimum(self.twist[:, 0], twist), np.maximum(self.twist[:, 1], twist)], axis=1)
         return SphericalRanges(self.joints, swing_x, swing_z, twist_bounds, self.roll)
+
+    def _constraints(self, skeleton: Skeleton, q: np.ndarray) -> np.ndarray:
+        """(m, 3): each ball joint's constraint values, <= 0 inside: the swing's elliptic
+        measure less 1 (a wall counts as a semi-axis of ``WALL``), and the twist's excess
+        past its maximum and its minimum [rad]."""
+        sx, sz, twist = swing_twist(self.rotations(skeleton, q))
+        ax, az = self._semi_axes(sx, sz)
+        swing = np.sqrt((sx / np.maximum(ax, WALL)) ** 2 + (sz / np.maximum(az, WALL)) ** 2) - 1.0
+        return np.stack([swing, twist - self.twist[:, 1], self.twist[:, 0] - twist], axis=1)
+
+    def rows(self, skeleton: Skeleton, q: np.ndarray, q_next: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Linearised constraints of the ball joints that the step from ``q`` to ``q_next``
+        carries out of their range (Yamane & Nakamura's limits as constraints on the step):
+        rows G (k, n) and bounds b (k,) such that G dq = b keeps each on its boundary; each
+        row has unit norm. Gradients by central differences over the joint's three hinges."""
+        n = skeleton.size
+        if not self.size:
+            return np.zeros((0, n)), np.zeros(0)
+        after = self._constraints(skeleton, q_next)
+        hit = np.argwhere(after > 0.0)  # (k, 2): ball joint, constraint
+        if not hit.size:
+            return np.zeros((0, n)), np.zeros(0)
+        now = self._constraints(skeleton, q)
+        balls = np.unique(hit[:, 0])
+        grads = np.zeros((len(balls), 3, 3))  # ball, constraint, hinge
+        sub = SphericalRanges(self.joints[balls], self.swing_x[balls], self.swing_z[balls], self.twist[balls],
+                              self.roll[balls])
+        for h in range(3):
+            step = np.zeros(n)
+            step[self.joints[balls, h]] = GRADIENT_STEP
+            grads[:, :, h] = (sub._constraints(skeleton, q + step) - sub._constraints(skeleton, q - step)) / (
+                2.0 * GRADIENT_STEP)
+        index = np.searchsorted(balls, hit[:, 0])
+        g = grads[index, hit[:, 1]]  # (k, 3)
+        norm = np.linalg.norm(g, axis=1)
+        keep = norm > 1e-12
+        rows = np.zeros((int(keep.sum()), n))
+        for r, (k, gk, nk) in enumerate(zip(np.flatnonzero(keep), g[keep], norm[keep])):
+            rows[r, self.joints[hit[k, 0]]] = gk / nk
+        bounds = -now[hit[keep, 0], hit[keep, 1]] / norm[keep]
+        return rows, bounds

@@ -17,8 +17,9 @@ animator would), and stiff joints move less.
 
 Joint limits: a joint that the step would carry past a limit is clamped at it,
 locked, and the step re-solved with the remaining joints (at most a few passes). A ball
-joint carried out of its spherical range (``problem.ranges``) is held the same way at the
-closest rotation inside it, so the rest of the body takes up what it cannot do.
+joint carried out of its spherical range (``problem.ranges``) gets the boundary of its
+range, linearised, as a constraint above every goal: it may slide along the boundary, and the rest of the body takes up what it cannot do (what linearisation leaves
+outside is projected onto the range).
 
 Reference pose (Yamane & Nakamura 2003, section 3.3): with ``problem.reference``, a last
 level asks every movable joint back toward its preferred value, in the columns' own
@@ -212,12 +213,19 @@ def solve(problem: Problem, q0) -> SolveResult:
         free = np.ones(cols.size, dtype=bool)
         fixed_x = np.zeros(cols.size)  # steps of joints clamped at a limit, scaled units
         parts = [np.zeros(cols.size) for _ in tasks]
+        bound_rows, bound_values = np.zeros((0, cols.size)), np.zeros(0)  # range constraints, x units
         for _pass in range(LIMIT_PASSES):
             reduced = [(j[:, free], e - j[:, ~free] @ fixed_x[~free]) for e, j in tasks]
-            parts = [np.zeros(cols.size) for _ in tasks]
+            if bound_values.size:  # above every goal: ball joints stay on their range's boundary
+                reduced.insert(0, (bound_rows[:, free], bound_values - bound_rows[:, ~free] @ fixed_x[~free]))
+            parts = [np.zeros(cols.size) for _ in reduced]
             if free.any():
-                for part, free_part in zip(parts, prioritized_step(reduced, damping)):
+                levels_k = ([problem.damping] if bound_values.size else []) + damping
+                for part, free_part in zip(parts, prioritized_step(reduced, levels_k)):
                     part[free] = free_part
+            if bound_values.size:
+                bounded = parts.pop(0)
+                parts[0] = parts[0] + bounded
             # Cap each level's part on its own, so that a far lower-level goal cannot
             # shrink the step of the level above it.
             parts = [p * min(1.0, MAX_STEP / max(np.abs(p).max(initial=0.0), 1e-300)) for p in parts]
@@ -226,17 +234,20 @@ def solve(problem: Problem, q0) -> SolveResult:
             dq = np.zeros(sk.size)
             dq[cols] = total * scale
             over = violating(sk, q, dq, movable)[cols] & free
-            ranged = np.zeros_like(over)
-            if problem.ranges is not None and problem.ranges.size:
-                # A ball joint the step carries out of its range is held at the closest
-                # rotation inside it, and the rest of the body re-solves around it.
-                projected = problem.ranges.project(sk, q + dq, movable)
-                ranged = (projected != q + dq)[cols] & free & ~over
-                fixed_x[ranged] = (projected - q)[cols][ranged] / scale[ranged]
-            if not (over.any() or ranged.any()):
+            found = False
+            if problem.ranges is not None and problem.ranges.size and _pass < LIMIT_PASSES - 1:
+                # A ball joint the step carries out of its range gets its linearised boundary
+                # as a constraint above the goals: it may slide along the boundary, and the
+                # rest of the body re-solves around it.
+                g, b = problem.ranges.rows(sk, q, q + dq)
+                if b.size:
+                    bound_rows = np.vstack([bound_rows, g[:, cols] * scale])
+                    bound_values = np.concatenate([bound_values, b])
+                    found = True
+            if not (over.any() or found):
                 break
             fixed_x[over] = clamp_step(sk, q, dq)[cols][over] / scale[over]
-            free &= ~(over | ranged)
+            free &= ~over
         if preferred:
             parts[-1] = pull * parts[-1]
             # Goals met, the reference is done when its step is small or it no longer
