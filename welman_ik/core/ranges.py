@@ -56,9 +56,10 @@ def swing_twist(r: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 def _axis_angle(sx: np.ndarray, sz: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     angle = np.hypot(sx, sz)
-    safe = np.maximum(angle, 1e-300)
+    small = angle <= 1e-150
+    safe = np.where(small, 1.0, angle)
     axis = np.stack([sx / safe, np.zeros_like(sx), sz / safe], axis=-1)
-    axis[angle <= 0.0] = (1.0, 0.0, 0.0)
+    axis[small] = (1.0, 0.0, 0.0)
     return axis, angle
 
 
