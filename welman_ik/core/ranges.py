@@ -44,10 +44,11 @@ def rotation_y(angle: np.ndarray) -> np.ndarray:
 
 def swing_twist(r: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(s_x, s_z, twist) [rad] of rotations ``r`` (m, 3, 3): R = S(s) R_y(twist)."""
+    r = np.asarray(r, dtype=float)
     y = r[:, :, 1]  # R Y
     angle = np.arccos(np.clip(y[:, 1], -1.0, 1.0))
     sine = np.hypot(y[:, 0], y[:, 2])
-    factor = np.where(sine > 1e-12, angle / np.maximum(sine, 1e-300), 1.0)
+    factor = np.where(sine > 1e-12, angle / np.where(sine > 1e-12, sine, 1.0), 1.0)
     sx, sz = y[:, 2] * factor, -y[:, 0] * factor  # angle * unit(Y x RY)
     swing = axis_angle_matrices(*_axis_angle(sx, sz))
     t = np.swapaxes(swing, 1, 2) @ r
