@@ -13,17 +13,28 @@ animator would, with ``bpy.ops.welman_ik.drag`` in its script form:
 Each solve is measured on the evaluated pose (drag error, every enabled pin's error) and
 printed as a table with the add-on's own figures (iterations, milliseconds, converged).
 The action is played back at frames 1, 10 and 20 to check that the keys reproduce the
-solved poses. Writes ``DIR/demo.blend`` and ``DIR/demo.png`` (front and side views).
+solved poses. Writes ``DIR/demo.blend``.
+
+Then the pictures, rendered by Blender (Workbench) on a mannequin body (``render.py``): the
+same reach and squat with the SR inverse, made as a mouse drag makes them (1 cm steps),
+feet planted (toes, heels and ankles pinned), each as three figures side by side: the
+start pose, the result without a preferred pose (``reference = 'NONE'``), and with the
+default preferred pose and the human joint ranges (``joint_ranges(preset='AUTO')``).
+Writes ``DIR/demo_reach.png``, ``DIR/demo_squat.png`` and both in ``DIR/demo.png``.
 
 Exit code 0 on success; 1 if a solver left a pin more than 1 mm away (or a drag failed,
 or the keys do not play back the solved poses).
 
     .venv/bin/python scripts/demo.py --output out      # what `make demo` runs
+    .venv/bin/python scripts/demo.py --output out --images docs/images   # and the README's pictures
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
+import shutil
 import sys
 import time
 from dataclasses import dataclass, field
@@ -31,6 +42,7 @@ from pathlib import Path
 
 import bpy  # before scenes: bpy puts Blender's own modules (addon_utils) on the path
 import numpy as np
+import render
 import scenes
 from mathutils import Vector
 
@@ -256,86 +268,182 @@ def notes(rigs: list[Rig]) -> list[str]:
     return found
 
 
-# --- picture ------------------------------------------------------------------------------
+# --- pictures ----------------------------------------------------------------------------
 
-COLOURS = {"start": "#c8c8c8", "reach": "#1f77b4", "squat": "#e8710a"}
-LABELS = {"start": f"start pose (frame {FRAMES['start']})",
-          "reach": f"reach: hand.R to the chest (frame {FRAMES['reach']})",
-          "squat": f"squat: root 0.25 m down, hand.L released (frame {FRAMES['squat']})"}
-WIDTHS = {"start": 5.0, "reach": 3.2, "squat": 1.6}  # reach under squat: both show where they coincide
-ZORDERS = {"start": 1, "reach": 2, "squat": 3}
-VIEWS = (("front", 0, "X (m)"), ("side", 1, "Y (m)  (front is −Y, to the right)"))
+# Rendered by Blender (Workbench) on a mannequin body: per move, three metarigs side by side,
+# the start pose, the result without a preferred pose (reference 'NONE', the old behaviour),
+# and with the default preferred pose plus the human joint ranges (when the add-on has them).
+# The moves are the demo's, made as a mouse drag makes them: 1 cm steps of the drag operator.
+PICTURE_SPACING = 1.45  # m between the figures
+PICTURE_PINS = scenes.FEET + ("foot.L", "foot.R")  # toes, heels and (foot heads) ankles: planted feet
+PICTURE_STEP = 0.01  # m per drag step
+PICTURE_RESOLUTION = (1800, 900)
+PICTURES = {  # name -> (turn of the figures about Z toward the camera's right, elevation of the camera (deg), title)
+    "reach": (50.0, 8.0, "Reach: the right hand dragged to 25 cm in front of the chest, feet pinned"),
+    "squat": (62.0, 8.0, "Squat: the hips dragged 25 cm down, feet pinned"),
+}
 
 
-def picture(rigs: list[Rig], path: Path) -> None:
-    from matplotlib.figure import Figure
-    from matplotlib.lines import Line2D
+@dataclass
+class Pose:
+    """One figure of a picture: how it was posed and what came of it."""
 
-    fig = Figure(figsize=(15, 12), dpi=110, layout="constrained")
-    axes = fig.subplots(2, len(rigs), sharey=True)
-    everything = np.concatenate([np.concatenate(p) for r in rigs for p in r.poses.values()])
-    zmin, zmax = everything[:, 2].min() - 0.08, everything[:, 2].max() + 0.45  # room for the figures
-    half = 0.1 + max(np.abs(np.concatenate(p)[:, h] - r.obj.matrix_world.translation[h]).max()
-                     for r in rigs for p in r.poses.values() for h in (0, 1))
-    for col, rig in enumerate(rigs):
-        centre = np.array(rig.obj.matrix_world.translation)
-        for row, (view, h, xlabel) in enumerate(VIEWS):
-            ax = axes[row, col]
-            for name in ("start", "reach", "squat"):
-                heads, tails = rig.poses[name]
-                for a, b in zip(heads, tails, strict=True):
-                    ax.plot([a[h], b[h]], [a[2], b[2]], color=COLOURS[name], solid_capstyle="round",
-                            lw=WIDTHS[name], zorder=ZORDERS[name])
-                ax.scatter(heads[:, h], heads[:, 2], s=7, color=COLOURS[name], zorder=ZORDERS[name])
-            for bone, where in rig.pins.items():
-                released = bone == RELEASED
-                ax.scatter(where[h], where[2], s=110, marker="o", zorder=5, linewidths=1.8,
-                           facecolors="none" if released else "black", edgecolors="black")
-            for s in rig.steps:
-                ax.annotate("", xy=(s.target[h], s.target[2]), xytext=(s.start_point[h], s.start_point[2]),
-                            arrowprops={"arrowstyle": "->", "color": COLOURS[s.name], "lw": 1.2, "ls": "--"},
-                            zorder=4)
-                ax.scatter(s.target[h], s.target[2], s=260, marker="*", color=COLOURS[s.name],
-                           edgecolors="black", linewidths=0.8, zorder=6)
-            ax.set_xlim(centre[h] - half, centre[h] + half)
-            ax.set_ylim(zmin, zmax)
-            ax.set_aspect("equal")
-            ax.grid(True, color="#eeeeee", lw=0.6)
-            ax.set_axisbelow(True)
-            ax.set_xlabel(xlabel)
-            if col == 0:
-                ax.set_ylabel("Z (m)")
-            if view == "side":
-                ax.invert_xaxis()
-            title = f"{rig.obj.name}: {view} view"
-            ax.set_title(title, fontsize=13, fontweight="bold" if row == 0 else "normal")
-            if row == 0:
-                rows = [f"{'':<6}{'it':>4}{'ms':>8}{'drag mm':>9}{'pins mm':>9}  converged"]
-                rows += [f"{s.name:<6}{s.iterations:>4d}{s.milliseconds:>8.1f}{1000 * s.drag_error:>9.2f}"
-                         f"{1000 * s.max_pin_error:>9.2f}  {'yes' if s.converged else 'NO'}" for s in rig.steps]
-                ax.text(0.5, 0.985, "\n".join(rows), transform=ax.transAxes, va="top", ha="center",
-                        multialignment="left", fontsize=8.5, family="monospace", zorder=7,
-                        bbox={"boxstyle": "round", "fc": "white", "ec": "#bbbbbb"})
-    handles = [Line2D([], [], color=COLOURS[n], lw=WIDTHS[n], label=LABELS[n])
-               for n in ("start", "reach", "squat")]
-    handles += [
-        Line2D([], [], ls="", marker="o", ms=9, mfc="black", mec="black", label="foot pins (toe and heel tails)"),
-        Line2D([], [], ls="", marker="o", ms=9, mfc="none", mec="black", mew=1.8,
-               label="hand.L pin: held for the reach, off for the squat"),
-        Line2D([], [], ls="", marker="*", ms=15, mfc=COLOURS["reach"], mec="black", label="reach target"),
-        Line2D([], [], ls="", marker="*", ms=15, mfc=COLOURS["squat"], mec="black", label="squat target"),
-    ]
-    fig.legend(handles=handles, loc="outside lower center", ncol=4, fontsize=10, frameon=False)
-    fig.suptitle("Welman IK on the Rigify basic human: reach, then squat, with each solver "
-                 "(dashed arrows: the drags)", fontsize=15)
-    fig.savefig(path)
+    label: str
+    reference: str | None  # None: the start pose, not dragged
+    ranges: bool = False
+    obj: object = None
+    start_point: np.ndarray | None = None
+    target: np.ndarray | None = None
+    max_pin_error: float = 0.0
+    drag_error: float = 0.0
+    figures: dict = field(default_factory=dict)  # what the caption says, measured
+
+
+@contextlib.contextmanager
+def quiet():
+    """Keep the drag operator's reports (printed to stdout in background mode) off the
+    output: the pictures take a drag per centimetre."""
+    sys.stdout.flush()
+    saved = os.dup(1)
+    with open(os.devnull, "w") as devnull:
+        os.dup2(devnull.fileno(), 1)
+        try:
+            yield
+        finally:
+            sys.stdout.flush()
+            os.dup2(saved, 1)
+            os.close(saved)
+
+
+def has_joint_ranges() -> bool:
+    try:
+        bpy.ops.welman_ik.joint_ranges.get_rna_type()
+    except (AttributeError, KeyError):
+        return False
+    return hasattr(bpy.types.PoseBone, "welman_ik_range")
+
+
+def world_rotations(obj) -> dict:
+    bpy.context.view_layer.update()
+    return {pb.name: (obj.matrix_world @ pb.matrix).to_quaternion() for pb in obj.pose.bones}
+
+
+def turn(a, b) -> float:
+    """Degrees between two orientations, whatever the quaternions' signs."""
+    return float(np.degrees(2.0 * np.arccos(min(1.0, abs(a.dot(b))))))
+
+
+def knee_forward(obj, side: str) -> float:
+    """How far (m) the knee is in front of the line from hip to ankle (the rig faces its -Y)."""
+    hip, knee, ankle = (point(obj, b, t) for b, t in ((f"thigh.{side}", 0.0), (f"shin.{side}", 0.0),
+                                                      (f"shin.{side}", 1.0)))
+    axis = (ankle - hip) / np.linalg.norm(ankle - hip)
+    off = knee - hip - ((knee - hip) @ axis) * axis
+    return float(off @ np.array(obj.matrix_world.to_3x3() @ Vector((0.0, -1.0, 0.0))).ravel())
+
+
+def pose_figure(name: str, fig: Pose) -> None:
+    """Drag as the demo does, in 1 cm steps, with ``fig``'s preferred pose and ranges."""
+    obj = fig.obj
+    bpy.context.view_layer.objects.active = obj
+    bpy.ops.object.mode_set(mode="POSE")
+    obj.welman_ik.keyframes = "NEVER"
+    bpy.context.view_layer.update()
+    rotations = world_rotations(obj)
+    if name == "reach":
+        bone, anchor = REACH_BONE, REACH_ANCHOR
+        front = np.array(obj.matrix_world.to_3x3() @ Vector((0.0, -1.0, 0.0))).ravel()
+        target = point(obj, CHEST_BONE, 1.0) + REACH_AHEAD * front / np.linalg.norm(front)
+    else:
+        bone, anchor = SQUAT_BONE, SQUAT_ANCHOR
+        target = point(obj, SQUAT_BONE, SQUAT_ANCHOR) - np.array([0.0, 0.0, SQUAT_DROP])
+    fig.start_point, fig.target = point(obj, bone, anchor), target
+    if fig.reference is not None:
+        obj.welman_ik.reference = fig.reference
+        if fig.ranges:
+            scenes.select(obj, ())
+            with quiet():
+                bpy.ops.welman_ik.joint_ranges(preset="AUTO")
+        steps = max(1, int(np.ceil(np.linalg.norm(target - fig.start_point) / PICTURE_STEP)))
+        for i in range(1, steps + 1):
+            goal = fig.start_point + (target - fig.start_point) * i / steps
+            with quiet():
+                result = bpy.ops.welman_ik.drag(bone=bone, target=tuple(goal), anchor=anchor)
+            if result != {"FINISHED"}:
+                raise RuntimeError(f"picture {name}, {fig.label}: the drag did not finish")
+        bpy.context.view_layer.update()
+        last = obj.welman_ik.last_solve
+        fig.drag_error, fig.max_pin_error = last.drag_error, last.max_pin_error
+    after = world_rotations(obj)
+    fig.figures["chest"] = turn(rotations[CHEST_BONE], after[CHEST_BONE])
+    fig.figures["head"] = turn(rotations["spine.006"], after["spine.006"])
+    fig.figures["knees"] = min(knee_forward(obj, s) for s in "LR")
+    bpy.ops.object.mode_set(mode="OBJECT")
+
+
+def pin_feet(obj) -> None:
+    """Position pins on the toes' and heels' tails and the ankles (the feet's heads): two
+    points per foot would leave it free to roll about the line through them."""
+    for bone in PICTURE_PINS:
+        scenes.select(obj, [bone])
+        with quiet():
+            bpy.ops.welman_ik.pin(kind="POSITION", anchor=0.0 if bone.startswith("foot.") else 1.0)
+    scenes.select(obj, ())
+
+
+def caption_text(name: str, fig: Pose) -> str:
+    if fig.reference is None:
+        return f"{fig.label}"
+    f = fig.figures
+    if name == "reach":
+        return f"{fig.label}\nchest turned {f['chest']:.0f}°"
+    return f"{fig.label}\ntrunk turned {f['chest']:.0f}°"
+
+
+def picture(name: str, path: Path) -> list[Pose]:
+    """Render the picture ``name`` ('reach' or 'squat') to ``path``; the figures posed."""
+    scenes.empty_scene()
+    ranges = has_joint_ranges()
+    figures = [Pose("start pose", None), Pose("reference 'NONE'", "NONE"),
+               Pose("'START' + human joint ranges" if ranges else "reference 'START' (default)", "START", ranges)]
+    render.setup_workbench()
+    angle, elevation, title = PICTURES[name]
+    shown = []
+    for i, fig in enumerate(figures):
+        obj = scenes.basic_human(pins=())
+        bpy.ops.object.mode_set(mode="OBJECT")
+        obj.name = f"{name} {fig.label}"
+        obj.location.x = (i - (len(figures) - 1) / 2) * PICTURE_SPACING
+        obj.rotation_euler.z = np.radians(angle)
+        bpy.context.view_layer.update()
+        shown += render.add_body(obj)
+        bpy.ops.object.mode_set(mode="POSE")
+        pin_feet(obj)
+        fig.obj = obj
+        pose_figure(name, fig)
+        shown += render.pin_markers(obj)
+        shown += render.drag_marker(fig.start_point, fig.target, arrow=fig.reference is None)
+    right = (1.0, 0.0, 0.0)
+    top = max(max((o.matrix_world @ Vector(c)).z for c in o.bound_box) for o in shown) + 0.12
+    for fig in figures:  # over each figure, at its depth (the camera looks down a little)
+        where = fig.obj.matrix_world.translation
+        shown.append(render.caption(caption_text(name, fig), (where.x, where.y, top), right, size=0.08))
+    shown.append(render.caption(title, (0.0, 0.0, top + 0.3), right, size=0.095))
+    for fig in figures:
+        shown.append(render.stand(fig.obj.matrix_world.translation))
+    render.frame_camera(shown, (0.0, 1.0, 0.0), elevation=np.radians(elevation), resolution=PICTURE_RESOLUTION)
+    render.render(path)
+    return figures
 
 
 # --- main ------------------------------------------------------------------------------------
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--output", type=Path, default=Path("out"), help="directory for demo.blend and demo.png")
+    parser.add_argument("--output", type=Path, default=Path("out"),
+                        help="directory for demo.blend and the pictures (demo_reach.png, demo_squat.png, demo.png)")
+    parser.add_argument("--images", type=Path, help="also copy demo_reach.png and demo_squat.png here (docs/images)")
+    parser.add_argument("--no-pictures", action="store_true", help="skip rendering")
     args = parser.parse_args(argv)
     out = args.output.resolve()
     out.mkdir(parents=True, exist_ok=True)
@@ -355,14 +463,33 @@ def main(argv=None) -> int:
 
     bpy.context.view_layer.objects.active = rigs[0].obj
     bpy.ops.object.mode_set(mode="POSE")
-    blend, png = out / "demo.blend", out / "demo.png"
+    blend = out / "demo.blend"
     bpy.ops.wm.save_as_mainfile(filepath=str(blend))
-    picture(rigs, png)
-    print(f"\nWrote {blend}\nWrote {png}")
+    print(f"\nWrote {blend}")
 
-    for note in notes(rigs):
+    found_notes, failures = notes(rigs), problems(rigs, gaps)  # before the pictures replace the scene
+    if not args.no_pictures:
+        paths = []
+        for name in PICTURES:
+            path = out / f"demo_{name}.png"
+            for fig in picture(name, path):
+                print(f"  {name:<6} {fig.label:<30} chest {fig.figures['chest']:5.1f} deg  head "
+                      f"{fig.figures['head']:5.1f} deg  knees forward {100 * fig.figures['knees']:+5.1f} cm  "
+                      f"pins {1000 * fig.max_pin_error:.4f} mm")
+                if fig.max_pin_error > PIN_TOLERANCE:
+                    failures.append(f"picture {name}, {fig.label}: a pin is {1000 * fig.max_pin_error:.2f} mm off")
+            paths.append(path)
+            print(f"Wrote {path}")
+        combined = render.stack(paths, out / "demo.png")
+        print(f"Wrote {combined}")
+        if args.images:
+            args.images.mkdir(parents=True, exist_ok=True)
+            for path in paths:
+                shutil.copyfile(path, args.images / path.name)
+                print(f"Copied {path.name} to {args.images}")
+
+    for note in found_notes:
         print(f"note: {note}")
-    failures = problems(rigs, gaps)
     for failure in failures:
         print(f"FAIL: {failure}", file=sys.stderr)
     print(f"{'FAILED' if failures else 'OK'} in {time.perf_counter() - started:.1f} s")
@@ -370,4 +497,7 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    code = main()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)  # the bpy module can hang at exit with Rigify's classes registered
