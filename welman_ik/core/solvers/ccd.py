@@ -26,6 +26,7 @@ import time
 import numpy as np
 
 from ..problem import Problem, SolveResult, check_start, finish, goal_errors, level_weights
+from ..ranges import SphericalRanges
 from ..skeleton import cross
 from .preference import ReferencePull
 
@@ -70,7 +71,30 @@ def _sweep(problem: Problem, q: np.ndarray, kin, weights: np.ndarray, order: np.
     origins = kin.origins
     world_axes = kin.world_axes
     handedness = sk.handedness  # a mirrored frame turns a positive angle into a negative rotation
+    # Ball joints with a spherical range are projected onto it as soon as the sweep has
+    # passed all three of their hinges, so that the joints above take up what the range
+    # refuses in the same sweep.
+    balls = _ranged_balls(problem, order)
+    pending = 0
+
+    def project_passed(upto: int) -> None:
+        nonlocal pending, points
+        moved = False
+        while pending < len(balls) and balls[pending][0] > upto:
+            ranges = balls[pending][1]
+            projected = ranges.project(sk, q, movable)
+            if projected is not q and np.any(projected != q):
+                q[:] = projected
+                moved = True
+            pending += 1
+        if moved:  # the riders below moved: place them again (frames above are unchanged)
+            now = sk.forward(q)
+            _, fresh, _, _ = _pairs(problem, now, weights)
+            points = np.vstack([fresh, now.heads[detached]]) if levered else fresh
+
+    movable = problem.movable()
     for j in order:
+        project_passed(j)
         sel = distal[:, j]
         goal_sel = sel[:k]
         ww = w[goal_sel]
@@ -112,7 +136,26 @@ def _sweep(problem: Problem, q: np.ndarray, kin, weights: np.ndarray, order: np.
                 points[sel] += rotated - r
             else:
                 points[sel] = o + rotated
+    project_passed(-1)
     return q
+
+
+def _ranged_balls(problem: Problem, order: np.ndarray) -> list:
+    """(first hinge, ranges of that ball joint alone) for each ranged ball joint with a hinge
+    in the sweep, the sweep's last-visited first (joints are visited in ``order``, from the
+    leaves to the root, so a ball's hinges are all passed once the sweep goes below its
+    lowest-numbered one)."""
+    ranges = problem.ranges
+    if ranges is None or not ranges.size:
+        return []
+    swept = np.zeros(problem.skeleton.size, dtype=bool)
+    swept[order] = True
+    out = []
+    for b in np.flatnonzero(swept[ranges.joints].any(axis=1)):
+        one = SphericalRanges(ranges.joints[b:b + 1], ranges.swing_x[b:b + 1], ranges.swing_z[b:b + 1],
+                              ranges.twist[b:b + 1], ranges.roll[b:b + 1])
+        out.append((int(ranges.joints[b].min()), one))
+    return sorted(out, key=lambda item: -item[0])
 
 
 def solve(problem: Problem, q0) -> SolveResult:
@@ -159,8 +202,6 @@ def solve(problem: Problem, q0) -> SolveResult:
         start = q
         for i, phase in enumerate(phases):
             q = _sweep(problem, q, kin if i == 0 else sk.forward(q), phase, order)
-            if problem.ranges is not None:
-                q = problem.constrain(q)
         sweeps += 1
         if np.abs(q - start).max(initial=0.0) < 1e-14:
             break
