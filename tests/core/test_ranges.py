@@ -4,6 +4,7 @@ keeping ball joints inside their cones while still reaching what the ranges allo
 from __future__ import annotations
 
 import itertools
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -12,6 +13,7 @@ from chains import random_rotation, rotation, translation
 from welman_ik.core import SOLVERS, PositionGoal, Problem, Skeleton
 from welman_ik.core.problem import goal_errors
 from welman_ik.core.ranges import SphericalRanges, closest_on_ellipse, compose, euler_angles, swing_twist
+from welman_ik.core.solvers import sr_inverse
 
 ALL = list(SOLVERS)
 ORDERS = list(itertools.permutations(range(3)))
@@ -171,3 +173,42 @@ def test_hinge_without_hyperextension_bends_the_right_way(name: str) -> None:
     assert result.q[3] >= 0.0
     assert shoulder.excess(sk, result.q)[0] <= 1e-9
     assert np.linalg.norm(hand(sk, result.q) - target) <= 1e-4
+
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+
+
+def metarig_squat() -> tuple[Problem, np.ndarray]:
+    """The legs of the Rigify human metarig as the add-on builds them (tests/fixtures/
+    metarig_squat.npz, exported from a drag of the root bone): the root's slides (its
+    rotation held, as a grabbed bone's is), thighs, shins and feet, each foot pinned at
+    the ankle and the toes, the hips dragged 1 cm down, the human joint ranges of
+    ``joint_ranges(preset='AUTO')``, the preferred pose the start."""
+    d = np.load(FIXTURES / "metarig_squat.npz")
+    sk = Skeleton(parent=d["parent"], prismatic=d["prismatic"], axis=d["axis"], rest=d["rest"], lower=d["lower"],
+                  upper=d["upper"], mobility=d["mobility"], base=d["base"], inherits=d["inherits"])
+    goals = [PositionGoal(j, local, target, priority=int(priority))
+             for j, local, target, priority in zip(d["goal_joint"], d["goal_local"], d["goal_target"],
+                                                   d["goal_priority"])]
+    ranges = SphericalRanges(d["range_joints"], d["swing_x"], d["swing_z"], d["twist"], d["roll"])
+    return Problem(sk, goals, tolerance=1e-5, max_iterations=300, reference=d["reference"], ranges=ranges), d["q0"]
+
+
+def test_squat_from_nearly_straight_legs_with_knee_ranges() -> None:
+    """Pins first and the hips dragged down from nearly straight legs: in the pins' null
+    space the way down goes through knees bent 10 degrees, which the damped inverse barely
+    takes, and the sideways fold it takes instead is outside the knee ranges; solved in
+    priority order alone it stalls 9.6 mm short. The solve gets there (the second try, the
+    drag first), with the feet held, the knees flexed forward and inside their ranges."""
+    problem, q0 = metarig_squat()
+    stalled = sr_inverse._solve(problem, q0, np.inf)
+    assert stalled.errors[-1] > 5e-3  # the case this is about
+    result = SOLVERS["SR_INVERSE"](problem, q0)
+    assert result.converged, result.errors
+    assert np.all(goal_errors(problem.goals, problem.skeleton.forward(result.q)) <= 1e-5)
+    assert np.all(problem.ranges.excess(problem.skeleton, result.q) <= 1e-9)
+    sk = problem.skeleton
+    sx, _, _ = swing_twist(problem.ranges.rotations(sk, result.q))
+    sx0, _, _ = swing_twist(problem.ranges.rotations(sk, q0))
+    knees = slice(2, 4)  # the ranged ball joints: thighs, shins, feet, left and right
+    assert np.all(sx[knees] - sx0[knees] > np.radians(5.0))  # positive swing X: flexion

@@ -133,14 +133,16 @@ class Carriers:
 class RigModel:
     """The hinge tree of the bones that take part in one solve, and the way back."""
 
-    def __init__(self, obj, bone_names, movable_names=None, translating=(), keep_free=(), fixed_roots=False):
+    def __init__(self, obj, bone_names, movable_names=None, translating=(), keep_free=(), fixed_roots=False,
+                 keep_turn=()):
         """``bone_names``: pinned and dragged bones; every bone between them and their root
         takes part. ``movable_names``: the bones the solver may move (None: all of them).
         ``translating``: bones (not connected to their parent) whose location channels are
         joints too, as the root's are (``fixed_roots``: the roots' location is then held,
         the translating bone moves instead). Bones the rig drives by constraints or drivers, and
         bones hidden from the user (rig mechanics), stay in the tree but never move, except
-        hidden ones in ``keep_free``.
+        hidden ones in ``keep_free``. Bones in ``keep_turn`` keep their rotation (their
+        location channels may still move).
 
         A parentless bone that a constraint re-parents rigidly (an Armature constraint with
         one bone at full weight, or a Child Of), as Rigify's parent-switch bones are, hangs
@@ -245,7 +247,7 @@ class RigModel:
                 lo = getattr(pb, f"ik_min_{letter.lower()}") if limited else -np.inf
                 hi = getattr(pb, f"ik_max_{letter.lower()}") if limited else np.inf
                 stiffness = getattr(pb, f"ik_stiffness_{letter.lower()}")
-                mob = 0.0 if (locked or not moves) else float(np.clip(1.0 - stiffness, 0.0, 1.0))
+                mob = 0.0 if (locked or not moves or name in keep_turn) else float(np.clip(1.0 - stiffness, 0.0, 1.0))
                 if mob == 0.0:
                     lo, hi = -np.inf, np.inf  # a frozen joint stays where it is, limits or not
                 ax = np.zeros(3)

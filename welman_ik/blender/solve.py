@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from dataclasses import dataclass
@@ -106,6 +107,7 @@ def check_goal_point(what: str, point, reach: tuple[np.ndarray, float]) -> np.nd
 
 CLOSE_ROUNDS = 12  # evaluate-and-correct rounds of a scripted drag or a confirm
 CORRECTION_TOLERANCE = 0.1  # of the setting: how closely a correcting round solves the model
+APPROACH_STEP = 0.02  # of the armature's size: the longest stride of a scripted drag's approach
 
 
 class DragSolver:
@@ -140,8 +142,13 @@ class DragSolver:
         names = [bone] + [p.bone for p, _ in pins]
         translating = translating_bones(obj, bone)
         check_goal_bones(obj, bone, [p.bone for p, _ in pins], translating if anchor == 0.0 else ())
+        # Grabbed by its head, a bone that translates moves as Blender's grab moves it, without
+        # turning: dragging the hips down folds the legs instead of tilting the pelvis.
+        root = obj.pose.bones[bone].parent is None
+        grabbed = anchor == 0.0 and (bool(translating) or (root and not all(obj.pose.bones[bone].lock_location)))
         self.model = RigModel(obj, names, movable_bones(obj, bone, settings.chain_length, keep_root),
-                              translating=translating, keep_free=[bone], fixed_roots=bool(translating))
+                              translating=translating, keep_free=[bone], fixed_roots=bool(translating),
+                              keep_turn=[bone] if grabbed else [])
         if not self.model.moves_point(bone):
             raise RigError(f"Nothing can move bone '{bone}': it and the bones above it are locked")
         pin_priority, drag_priority = (0, 1) if settings.pins_first else (1, 0)
@@ -196,6 +203,23 @@ class DragSolver:
         self.q = result.q
         pin_errors = result.errors[:-1]
         return Figures(result, float(result.errors[-1]), float(pin_errors.max(initial=0.0)), ms, result.converged)
+
+    def approach(self, target) -> Figures:
+        """Solve for a far target as a mouse would bring the bone there: through targets at
+        most ``APPROACH_STEP`` of the armature's size apart, each solve starting from the
+        last, the preferred pose the one the drag began in. A long jump in one solve can land
+        on the wrong side of a nearly straight knee, or stall against a joint range (a squat
+        from straight legs); short strides follow the way the limbs bend. The figures are the
+        last stride's, with the time of all of them."""
+        target = check_goal_point("The drag target", target, self.reach)
+        start = self.drag_goal.target.copy()
+        stride = APPROACH_STEP * self.reach[1] / REACH_FACTOR
+        steps = max(1, math.ceil(float(np.linalg.norm(target - start)) / stride))
+        elapsed = 0.0
+        for t in np.linspace(0.0, 1.0, steps + 1)[1:]:
+            figures = self.solve(start + t * (target - start))
+            elapsed += figures.milliseconds
+        return dataclasses.replace(figures, milliseconds=elapsed)  # the last stride's iterations
 
     def apply(self, figures: Figures) -> Figures:
         """Write the solution onto the pose bones, measure the goals on the pose Blender
@@ -310,7 +334,7 @@ def drag(context, obj, bone: str, target, anchor: float = 1.0) -> Figures:
     bone ended."""
     settings = obj.welman_ik
     solver = DragSolver(obj, settings, bone, anchor)
-    figures = solver.settle(solver.solve(target))
+    figures = solver.settle(solver.approach(target))
     scene = context.scene
     if keyframes.should_key(settings.keyframes, scene):
         solver.key(scene.frame_current)

@@ -34,6 +34,15 @@ iteration); with a reference the solve goes on, goals met, until its step is bel
 stopped (time, iterations) between a step toward the reference and the goals' correction
 returns the last configuration that met the goals.
 
+Swapped: from nearly straight legs, pinned feet and the hips dragged straight down, the way
+down in the null space of the pins goes through a nearly singular knee, which the damped
+inverse barely takes (and a joint range may block the sideways fold it takes instead). With
+the drag first and the pins in its null space it is a plain step. So when the solve in
+priority order ends with the first level met and the second not, the same problem is
+solved again from the start with the first two levels swapped; that result is kept only
+when it meets every goal, so the priorities still decide whenever the goals truly
+conflict, and a drag out of reach costs at most what is left of the time budget.
+
 Safeguard: each level's part of the step is halved until that level's weighted
 error does not grow and the levels above it lose at most a small share of what it gains
 (a level already within tolerance takes its part as it is), so a goal out of reach, or
@@ -149,9 +158,28 @@ def _lexicographically_lower(a: list[float], b: list[float]) -> bool:
 
 
 def solve(problem: Problem, q0) -> SolveResult:
+    """The priority levels in order; if that stalls with the first level met and the second
+    not, once more from ``q0`` with the first two levels the other way round, whose result is
+    taken only if it meets every goal (see ``SWAPPED``)."""
+    deadline = problem.deadline()
+    result = _solve(problem, q0, deadline)
+    levels = sorted({g.priority for g in problem.goals})
+    if result.converged or len(levels) < 2 or time.perf_counter() > deadline:
+        return result
+    first = [i for i, g in enumerate(problem.goals) if g.priority == levels[0]]
+    if not np.all(result.errors[first] <= problem.tolerance):
+        return result
+    other = _solve(problem, q0, deadline, swapped=True)
+    if other.converged:
+        other.iterations += result.iterations
+        other.history = result.history + other.history
+        return other
+    return result
+
+
+def _solve(problem: Problem, q0, deadline: float, swapped: bool = False) -> SolveResult:
     sk = problem.skeleton
     q = check_start(problem, q0)
-    deadline = problem.deadline()
     # Under a time budget the preferred pose has its first half; the rest is the goals'.
     now = time.perf_counter()
     reference_deadline = now + 0.5 * (deadline - now) if np.isfinite(deadline) else np.inf
@@ -159,6 +187,8 @@ def solve(problem: Problem, q0) -> SolveResult:
     goals = list(problem.goals)
     priorities = sorted({g.priority for g in goals})
     groups = [[i for i, g in enumerate(goals) if g.priority == p] for p in priorities]
+    if swapped:
+        groups[0], groups[1] = groups[1], groups[0]
     weights = np.array([g.weight for g in goals])
     tol = problem.tolerance
 
