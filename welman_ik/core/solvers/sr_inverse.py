@@ -220,12 +220,17 @@ def _solve(problem: Problem, q0, deadline: float, swapped: bool = False) -> Solv
     # The last iterations of the budget serve the first level alone: when a lower level
     # cannot be met (a drag out of reach), what it drifted the first level by is undone.
     polish_from = problem.max_iterations - max(3, problem.max_iterations // 10)
+    best_held = None  # (q, kin, second level's distance): the best configuration meeting the first level
     for _ in range(problem.max_iterations):
         errors = goal_errors(goals, kin)
         history.append(float(errors.max(initial=0.0)))
         goals_met = bool(np.all(errors <= tol))
         if goals_met:
             settled = (q, kin)
+        if groups and np.all(errors[groups[0]] <= tol):
+            held = (q, kin, level_distance(errors, groups[1]) if len(groups) > 1 else 0.0)
+            if best_held is None or held[2] <= best_held[2]:
+                best_held = held
         if (goals_met and not preferred) or time.perf_counter() > deadline:
             break
         cols = np.flatnonzero(movable)
@@ -349,8 +354,13 @@ def _solve(problem: Problem, q0, deadline: float, swapped: bool = False) -> Solv
             q, kin = nudged, sk.forward(nudged)
             continue
         q, kin = new_q, (new_kin if new_kin is not None else sk.forward(new_q))
-    if preferred and settled is not None and settled[0] is not q and not np.all(goal_errors(goals, kin) <= tol):
+    final = goal_errors(goals, kin)
+    if preferred and settled is not None and settled[0] is not q and not np.all(final <= tol):
         q, kin = settled  # stopped (time, iterations) between a step toward the reference and its correction
+    elif groups and best_held is not None and not np.all(final[groups[0]] <= tol):
+        # The first level drifted and could not be brought back (a joint range in the way):
+        # it was met before, so the closest configuration that met it is the answer.
+        q, kin = best_held[0], best_held[1]
     return finish(problem, q, iterations, history, kin)
 
 
