@@ -408,3 +408,23 @@ def test_weighted_error_helper_matches_goal_errors() -> None:
     problem = Problem(sk, [PositionGoal(1, tip_local(), [0.5, 1.0, 0.0], weight=2.0)])
     q = np.array([0.3, -0.2])
     assert weighted_error(problem, q) == pytest.approx(2.0 * actual_error(problem, q)[0] ** 2, rel=1e-12)
+
+
+def test_first_level_keeper_falls_back_to_the_best_configuration_that_met_it() -> None:
+    """A solve that ends with its first level missed, having met it on the way, returns the
+    configuration that met it and came closest to the rest; one that never met it, or ends
+    meeting it, keeps its own."""
+    from welman_ik.core.problem import FirstLevelKeeper
+
+    a, b = _conflicting_goals(1.5, 0, 1)
+    problem = Problem(planar_chain(3), [a, b], tolerance=1e-5)
+    keeper = FirstLevelKeeper(problem)
+    kin = problem.skeleton.forward(np.zeros(3))
+    end = np.array([3.0, 3.0, 3.0])
+    assert keeper.choose(end, kin, np.array([0.1, 0.2]))[0] is end  # never met: its own
+    first, second, third = np.zeros(3), np.ones(3), np.full(3, 2.0)
+    keeper.see(first, kin, np.array([0.0, 0.5]))
+    keeper.see(second, kin, np.array([1e-6, 0.3]))
+    keeper.see(third, kin, np.array([0.2, 0.0]))  # misses the first level: not a candidate
+    assert keeper.choose(end, kin, np.array([0.1, 0.0]))[0] is second
+    assert keeper.choose(end, kin, np.array([0.0, 0.9]))[0] is end  # ends meeting it: its own

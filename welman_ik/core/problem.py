@@ -147,3 +147,29 @@ def stacked(goals: Sequence[Goal], kin: Kinematics, weights: np.ndarray) -> tupl
         rows_e.append(e * scale)
         rows_j.append(j * scale[:, None])
     return np.concatenate(rows_e), np.vstack(rows_j)
+
+
+class FirstLevelKeeper:
+    """The configuration to fall back on when a solve ends with its first priority level
+    unmet although it met it on the way (a lower level pulled it off and the solver could
+    not bring it back): of those that met it, the one closest to meeting the rest."""
+
+    def __init__(self, problem: Problem):
+        goals = problem.goals
+        first = min((g.priority for g in goals), default=0)
+        self.first = np.array([g.priority == first for g in goals], dtype=bool)
+        self.weights = np.array([g.weight for g in goals], dtype=float)
+        self.tolerance = problem.tolerance
+        self.best = None
+
+    def see(self, q: np.ndarray, kin: Kinematics, errors: np.ndarray) -> None:
+        if not np.all(errors[self.first] <= self.tolerance):
+            return
+        rest = float(self.weights[~self.first] @ errors[~self.first] ** 2)
+        if self.best is None or rest <= self.best[2]:
+            self.best = (q, kin, rest)
+
+    def choose(self, q: np.ndarray, kin: Kinematics, errors: np.ndarray) -> tuple[np.ndarray, Kinematics]:
+        if self.best is not None and not np.all(errors[self.first] <= self.tolerance):
+            return self.best[0], self.best[1]
+        return q, kin

@@ -25,7 +25,7 @@ import time
 
 import numpy as np
 
-from ..problem import Problem, SolveResult, check_start, finish, goal_errors, level_weights
+from ..problem import FirstLevelKeeper, Problem, SolveResult, check_start, finish, goal_errors, level_weights
 from ..ranges import SphericalRanges
 from ..skeleton import cross
 from .preference import ReferencePull
@@ -177,10 +177,12 @@ def solve(problem: Problem, q0) -> SolveResult:
     previous_cost, previous_q = math.inf, q.copy()
     kin = sk.forward(q)
     pull = ReferencePull(problem, kin)
+    keeper = FirstLevelKeeper(problem)
     for _ in range(problem.max_iterations):
         kin = sk.forward(q)
         errors = goal_errors(problem.goals, kin)
         history.append(float(errors.max(initial=0.0)))
+        keeper.see(q, kin, errors)
         if np.all(errors <= problem.tolerance):
             pulled = pull.step(q, kin, errors)
             if pulled is None:
@@ -206,4 +208,5 @@ def solve(problem: Problem, q0) -> SolveResult:
         if np.abs(q - start).max(initial=0.0) < 1e-14:
             break
     q, kin = pull.finish(q, sk.forward(q))
+    q, kin = keeper.choose(q, kin, goal_errors(problem.goals, kin))
     return finish(problem, q, sweeps, history, kin)

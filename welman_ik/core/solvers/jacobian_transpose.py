@@ -25,7 +25,16 @@ import time
 
 import numpy as np
 
-from ..problem import Problem, SolveResult, check_start, finish, goal_errors, level_weights, stacked
+from ..problem import (
+    FirstLevelKeeper,
+    Problem,
+    SolveResult,
+    check_start,
+    finish,
+    goal_errors,
+    level_weights,
+    stacked,
+)
 from .ccd import _pairs, weighted_cost
 from .preference import ReferencePull
 
@@ -87,9 +96,11 @@ def solve(problem: Problem, q0) -> SolveResult:
     iterations = 0
     kin = sk.forward(q)
     pull = ReferencePull(problem, kin)
+    keeper = FirstLevelKeeper(problem)
     for _ in range(problem.max_iterations):
         errors = goal_errors(problem.goals, kin)
         history.append(float(errors.max(initial=0.0)))
+        keeper.see(q, kin, errors)
         if np.all(errors <= problem.tolerance):
             pulled = pull.step(q, kin, errors)
             if pulled is None:
@@ -107,4 +118,5 @@ def solve(problem: Problem, q0) -> SolveResult:
         if not moved:
             break
     q, kin = pull.finish(q, kin)
+    q, kin = keeper.choose(q, kin, goal_errors(problem.goals, kin))
     return finish(problem, q, iterations, history, kin)

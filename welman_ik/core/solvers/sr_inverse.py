@@ -57,7 +57,7 @@ import time
 import numpy as np
 
 from ..limits import clamp_step, violating
-from ..problem import Problem, SolveResult, check_start, finish, goal_errors, stacked
+from ..problem import FirstLevelKeeper, Problem, SolveResult, check_start, finish, goal_errors, stacked
 
 MAX_STEP = 0.5  # largest joint step per iteration [rad, or tree sizes]
 LIMIT_PASSES = 4
@@ -220,17 +220,15 @@ def _solve(problem: Problem, q0, deadline: float, swapped: bool = False) -> Solv
     # The last iterations of the budget serve the first level alone: when a lower level
     # cannot be met (a drag out of reach), what it drifted the first level by is undone.
     polish_from = problem.max_iterations - max(3, problem.max_iterations // 10)
-    best_held = None  # (q, kin, second level's distance): the best configuration meeting the first level
+    keeper = FirstLevelKeeper(problem)
     for _ in range(problem.max_iterations):
         errors = goal_errors(goals, kin)
         history.append(float(errors.max(initial=0.0)))
         goals_met = bool(np.all(errors <= tol))
         if goals_met:
             settled = (q, kin)
-        if groups and np.all(errors[groups[0]] <= tol):
-            held = (q, kin, level_distance(errors, groups[1]) if len(groups) > 1 else 0.0)
-            if best_held is None or held[2] <= best_held[2]:
-                best_held = held
+        if not swapped:
+            keeper.see(q, kin, errors)
         if (goals_met and not preferred) or time.perf_counter() > deadline:
             break
         cols = np.flatnonzero(movable)
@@ -357,10 +355,10 @@ def _solve(problem: Problem, q0, deadline: float, swapped: bool = False) -> Solv
     final = goal_errors(goals, kin)
     if preferred and settled is not None and settled[0] is not q and not np.all(final <= tol):
         q, kin = settled  # stopped (time, iterations) between a step toward the reference and its correction
-    elif groups and best_held is not None and not np.all(final[groups[0]] <= tol):
-        # The first level drifted and could not be brought back (a joint range in the way):
-        # it was met before, so the closest configuration that met it is the answer.
-        q, kin = best_held[0], best_held[1]
+    elif not swapped:
+        # A first level that drifted and could not be brought back (a joint range in the
+        # way) was met before: the closest configuration that met it is the answer.
+        q, kin = keeper.choose(q, kin, final)
     return finish(problem, q, iterations, history, kin)
 
 
