@@ -219,6 +219,10 @@ class DragSolver:
         for t in np.linspace(0.0, 1.0, steps + 1)[1:]:
             figures = self.solve(start + t * (target - start))
             elapsed += figures.milliseconds
+            if not figures.result.converged and t < 1.0:  # out of reach on the way: straight to the end
+                figures = self.solve(target)
+                elapsed += figures.milliseconds
+                break
         return dataclasses.replace(figures, milliseconds=elapsed)  # the last stride's iterations
 
     def apply(self, figures: Figures) -> Figures:

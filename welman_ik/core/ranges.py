@@ -74,16 +74,17 @@ def closest_on_ellipse(x: np.ndarray, y: np.ndarray, a: np.ndarray, b: np.ndarra
     outside, with a and b > 0 and x, y >= 0 (the quadrant's own quarter). Newton on the
     Lagrange multiplier t >= 0: F(t) = (a x / (t + a^2))^2 + (b y / (t + b^2))^2 - 1 is
     convex and decreasing, so from t = 0 (F > 0 outside) the iterates rise monotonically
-    to the root."""
+    to the root (from the larger of a x - a^2 and b y - b^2, where one term alone is 1)."""
     a2, b2 = a * a, b * b
-    t = np.zeros_like(x)
+    # Where one term alone is 1, F >= 0: a start left of the root, far closer than 0.
+    t = np.maximum(0.0, np.maximum(a * x - a2, b * y - b2))
     for _ in range(ELLIPSE_NEWTON):
         u, v = a * x / (t + a2), b * y / (t + b2)
         f = u * u + v * v - 1.0
         df = -2.0 * (u * u / (t + a2) + v * v / (t + b2))
         step = -f / np.minimum(df, -1e-300)
         t = t + step
-        if np.all(np.abs(step) <= 1e-15 * np.maximum(t, 1e-300)):
+        if np.all(np.abs(step) <= 1e-12 * (t + np.minimum(a2, b2))):  # t's own scale
             break
     return a2 * x / (t + a2), b2 * y / (t + b2)
 
@@ -164,11 +165,16 @@ class SphericalRanges:
 
     def rotations(self, skeleton: Skeleton, q: np.ndarray) -> np.ndarray:
         """Each ball joint's rotation relative to rest (m, 3, 3), in its range frame."""
-        m = self.size
-        hinge = axis_angle_matrices(skeleton.axis[self.joints].reshape(-1, 3), q[self.joints].reshape(-1))
-        hinge = hinge.reshape(m, 3, 3, 3)
+        return self._rotations(skeleton, np.arange(self.size), np.asarray(q, float)[self.joints])
+
+    def _rotations(self, skeleton: Skeleton, balls: np.ndarray, angles: np.ndarray) -> np.ndarray:
+        """The rotations (k, 3, 3) in their range frames of ball joints ``balls`` (k,) at hinge
+        values ``angles`` (k, 3)."""
+        k = len(balls)
+        hinge = axis_angle_matrices(skeleton.axis[self.joints[balls]].reshape(-1, 3), angles.reshape(-1))
+        hinge = hinge.reshape(k, 3, 3, 3)
         r = hinge[:, 0] @ hinge[:, 1] @ hinge[:, 2]
-        turn = rotation_y(self.roll)
+        turn = rotation_y(self.roll[balls])
         return np.swapaxes(turn, 1, 2) @ r @ turn
 
     def _semi_axes(self, sx: np.ndarray, sz: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -255,43 +261,43 @@ class SphericalRanges:
         twist_bounds = np.stack([np.minimum(self.twist[:, 0], twist), np.maximum(self.twist[:, 1], twist)], axis=1)
         return SphericalRanges(self.joints, swing_x, swing_z, twist_bounds, self.roll)
 
-    def _constraints(self, skeleton: Skeleton, q: np.ndarray) -> np.ndarray:
-        """(m, 3): each ball joint's constraint values, <= 0 inside: the swing's elliptic
-        measure less 1 (a wall counts as a semi-axis of ``WALL``), and the twist's excess
-        past its maximum and its minimum [rad]."""
-        sx, sz, twist = swing_twist(self.rotations(skeleton, q))
-        ax, az = self._semi_axes(sx, sz)
+    def _constraints(self, skeleton: Skeleton, balls: np.ndarray, angles: np.ndarray) -> np.ndarray:
+        """(k, 3): the constraint values of ball joints ``balls`` at hinge values ``angles``
+        (k, 3), <= 0 inside: the swing's elliptic measure less 1 (a wall counts as a
+        semi-axis of ``WALL``), and the twist's excess past its maximum and its minimum [rad]."""
+        sx, sz, twist = swing_twist(self._rotations(skeleton, balls, angles))
+        ax = self._semi_x[balls, (sx < 0).astype(int)]
+        az = self._semi_z[balls, (sz < 0).astype(int)]
         swing = np.sqrt((sx / np.maximum(ax, WALL)) ** 2 + (sz / np.maximum(az, WALL)) ** 2) - 1.0
-        return np.stack([swing, twist - self.twist[:, 1], self.twist[:, 0] - twist], axis=1)
+        return np.stack([swing, twist - self.twist[balls, 1], self.twist[balls, 0] - twist], axis=1)
 
     def rows(self, skeleton: Skeleton, q: np.ndarray, q_next: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Linearised constraints of the ball joints that the step from ``q`` to ``q_next``
         carries out of their range (Yamane & Nakamura's limits as constraints on the step):
         rows G (k, n) and bounds b (k,) such that G dq = b keeps each on its boundary; each
-        row has unit norm. Gradients by central differences over the joint's three hinges."""
+        row has unit norm. Gradients by central differences over the joint's three hinges,
+        all in one batch."""
         n = skeleton.size
         if not self.size:
             return np.zeros((0, n)), np.zeros(0)
-        after = self._constraints(skeleton, q_next)
+        every = np.arange(self.size)
+        after = self._constraints(skeleton, every, np.asarray(q_next, float)[self.joints])
         hit = np.argwhere(after > 0.0)  # (k, 2): ball joint, constraint
         if not hit.size:
             return np.zeros((0, n)), np.zeros(0)
-        now = self._constraints(skeleton, q)
         balls = np.unique(hit[:, 0])
-        grads = np.zeros((len(balls), 3, 3))  # ball, constraint, hinge
-        sub = SphericalRanges(self.joints[balls], self.swing_x[balls], self.swing_z[balls], self.twist[balls],
-                              self.roll[balls])
-        for h in range(3):
-            step = np.zeros(n)
-            step[self.joints[balls, h]] = GRADIENT_STEP
-            grads[:, :, h] = (sub._constraints(skeleton, q + step) - sub._constraints(skeleton, q - step)) / (
-                2.0 * GRADIENT_STEP)
+        angles = np.asarray(q, float)[self.joints[balls]]  # (b, 3)
+        shifts = np.concatenate([np.zeros((1, 3)), GRADIENT_STEP * np.eye(3), -GRADIENT_STEP * np.eye(3)])  # (7, 3)
+        probes = (angles[None] + shifts[:, None]).reshape(-1, 3)
+        values = self._constraints(skeleton, np.tile(balls, 7), probes).reshape(7, len(balls), 3)
+        now = values[0]
+        grads = (values[1:4] - values[4:7]).transpose(1, 2, 0) / (2.0 * GRADIENT_STEP)  # ball, constraint, hinge
         index = np.searchsorted(balls, hit[:, 0])
         g = grads[index, hit[:, 1]]  # (k, 3)
         norm = np.linalg.norm(g, axis=1)
         keep = norm > 1e-12
-        rows = np.zeros((int(keep.sum()), n))
-        for r, (k, gk, nk) in enumerate(zip(np.flatnonzero(keep), g[keep], norm[keep])):
-            rows[r, self.joints[hit[k, 0]]] = gk / nk
-        bounds = -now[hit[keep, 0], hit[keep, 1]] / norm[keep]
+        k = int(keep.sum())
+        rows = np.zeros((k, n))
+        rows[np.arange(k)[:, None], self.joints[hit[keep, 0]]] = g[keep] / norm[keep, None]
+        bounds = -now[index[keep], hit[keep, 1]] / norm[keep]
         return rows, bounds

@@ -39,9 +39,9 @@ down in the null space of the pins goes through a nearly singular knee, which th
 inverse barely takes (and a joint range may block the sideways fold it takes instead). With
 the drag first and the pins in its null space it is a plain step. So when the solve in
 priority order ends with the first level met and the second not, the same problem is
-solved again from the start with the first two levels swapped; that result is kept only
-when it meets every goal, so the priorities still decide whenever the goals truly
-conflict, and a drag out of reach costs at most what is left of the time budget.
+solved again from the start, with half the iterations, the first two levels swapped; that
+result is kept only when it meets every goal, so the priorities still decide whenever the
+goals truly conflict, and a drag out of reach costs at most what is left of the budget.
 
 Safeguard: each level's part of the step is halved until that level's weighted
 error does not grow and the levels above it lose at most a small share of what it gains
@@ -52,6 +52,7 @@ serves the first level alone, so it ends as exact as it can be.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 
 import numpy as np
@@ -169,7 +170,8 @@ def solve(problem: Problem, q0) -> SolveResult:
     first = [i for i, g in enumerate(problem.goals) if g.priority == levels[0]]
     if not np.all(result.errors[first] <= problem.tolerance):
         return result
-    other = _solve(problem, q0, deadline, swapped=True)
+    other = _solve(dataclasses.replace(problem, max_iterations=max(1, problem.max_iterations // 2)), q0, deadline,
+                   swapped=True)
     if other.converged:
         other.iterations += result.iterations
         other.history = result.history + other.history
