@@ -450,3 +450,33 @@ def test_bake_holds_pins_through_a_bone_the_rig_drives(fig_6_5):
                 assert np.linalg.norm(world_point(obj, pin.bone) - np.array(pin.location)) <= 1e-4, (frame, pin.bone)
     last = obj.welman_ik.last_solve
     assert last.converged and last.max_pin_error <= 1e-4, last.message
+
+
+def test_missed_frames_are_reported_listed_and_reachable(fig_6_5):
+    """A hand pin 2 m above the rig cannot be held: the bake names the bone and the frames,
+    records the worst frame in ``last_solve``, and lists every missed frame for the panel,
+    whose arrow goes to the frame. A bake that holds everything clears the list."""
+    obj = fig_6_5
+    hand = next(p for p in obj.welman_ik.pins if p.bone == "hand.L")
+    hand.enabled = True
+    hand.location = world_point(obj, "hand.L") + np.array([0.0, 0.0, 2.0])
+    assert bpy.ops.welman_ik.bake(frame_start=1, frame_end=21) == {"FINISHED"}
+    settings = obj.welman_ik
+    misses = [(m.frame, m.bone) for m in settings.bake_misses]
+    assert misses == [(f, "hand.L") for f in range(1, 22)], misses
+    assert all(m.error > 0.5 for m in settings.bake_misses)
+    last = settings.last_solve
+    assert not last.converged and last.max_pin_error > 0.5
+    assert "'hand.L'" in last.message and "21 frame(s): 1-21" in last.message, last.message
+    # the feet still hold on every frame
+    scene = bpy.context.scene
+    for f in range(1, 22):
+        scene.frame_set(f)
+        errors = pin_errors(obj)
+        assert max(errors[b] for b in FEET) <= 1e-4, (f, errors)
+    assert bpy.ops.welman_ik.jump_to_frame(frame=10) == {"FINISHED"}
+    assert scene.frame_current == 10
+    hand.enabled = False
+    obj.animation_data.action = bpy.data.actions[obj.animation_data.action.name.removesuffix(".welman_bake")]
+    assert bpy.ops.welman_ik.bake(frame_start=1, frame_end=21) == {"FINISHED"}
+    assert len(settings.bake_misses) == 0 and settings.last_solve.converged

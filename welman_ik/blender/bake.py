@@ -150,6 +150,27 @@ class Sampler:
             setattr(pose_bone, prop, values)
 
 
+def frame_ranges(frames, limit: int = 8) -> str:
+    """Frames as runs, '3-7, 12, 20-21', the first ``limit`` runs and how many more."""
+    runs: list[list[int]] = []
+    for f in sorted(frames):
+        if runs and f <= runs[-1][1] + 1:
+            runs[-1][1] = f
+        else:
+            runs.append([f, f])
+    text = ", ".join(f"{a}-{b}" if b > a else f"{a}" for a, b in runs[:limit])
+    return text + (f" and {len(runs) - limit} more runs" if len(runs) > limit else "")
+
+
+def list_misses(settings, misses) -> None:
+    """Store the missed frames where the panel lists them (frame, bone, miss)."""
+    settings.bake_misses.clear()
+    for frame, bone, error, goals in misses:
+        item = settings.bake_misses.add()
+        item.frame, item.bone, item.error, item.goals = frame, bone, error, goals
+    settings.active_miss_index = 0
+
+
 class Baker:
     """Frame by frame: ``next()`` solves one frame, ``finish()`` writes the new action.
 
@@ -180,6 +201,7 @@ class Baker:
         self.goal_log: dict[int, tuple] = {}  # frame -> (bones, anchors, targets, weights, iterations)
         self.priorities: dict[int, tuple] = {}  # frame -> each goal's priority
         self.worst: tuple[int, Measured] | None = None  # the worst frame, evaluated
+        self.misses: list[tuple[int, str, float, int]] = []  # every frame that missed a goal
         self.bones: set[str] = set()  # every bone a solve has written
         self.index = 0
         self._previous = None  # (model layout, animated q, solved q, release state) of the last frame
@@ -352,12 +374,25 @@ class Baker:
     def verify(self, measured: dict[int, Measured] | None = None) -> None:
         """Record the worst frame's figures, measured on the evaluated pose (``measured``: the
         measurements already taken of the action as written)."""
-        for frame, m in (self.measure_frames() if measured is None else measured).items():
+        measured = self.measure_frames() if measured is None else measured
+        for frame, m in measured.items():
             worst = float(m.errors[m.counted].max(initial=0.0))
             if self.worst is None or worst > self.max_pin_error:
                 self.worst, self.max_pin_error = (frame, m), worst
+        self.misses = self._misses(measured)
+        list_misses(self.settings, self.misses)
         if self.worst is not None:
             self._record()
+
+    def _misses(self, measured: dict[int, Measured]) -> list[tuple[int, str, float, int]]:
+        """(frame, worst goal's bone, its miss [m], goals missed) of every frame that missed."""
+        out = []
+        for frame, m in sorted(measured.items()):
+            missed = np.flatnonzero(m.counted & ~m.met)
+            if missed.size:
+                i = int(missed[np.argmax(m.errors[missed])])
+                out.append((frame, self.goal_log[frame][0][i], float(m.errors[i]), int(missed.size)))
+        return out
 
     def _record(self) -> None:
         frame, measured = self.worst
@@ -367,7 +402,8 @@ class Baker:
         if missed:
             i = max(missed, key=lambda k: measured.errors[k])
             message = (f"'{bones[i]}' is {measured.errors[i] * 1000:.2f} mm off on frame {frame} in the evaluated "
-                       f"pose ({len(missed)} goal(s) missed on that frame)")
+                       f"pose ({len(missed)} goal(s) missed on that frame); missed on "
+                       f"{len(self.misses)} frame(s): {frame_ranges([f for f, *_ in self.misses])}")
         edit = self.edit is not None
         record(self.settings.last_solve, Figures(
             SolveResult(np.zeros(0), iterations, measured.errors, measured.converged),

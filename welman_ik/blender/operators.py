@@ -499,13 +499,28 @@ class WELMAN_IK_OT_edit_motion(ModalDrag, ArmatureOperator, bpy.types.Operator):
 
 def report_baked(operator, baker, done: str) -> None:
     """What a bake or an edit did, with the largest pin error measured on the evaluated
-    pose; a warning with the worst frame's miss when a goal was missed."""
+    pose; a warning with the worst frame's miss and the missed frames when any goal missed
+    by more than the tolerance (the panel lists those frames)."""
     last = baker.settings.last_solve
     text = f"{done}; largest pin error {baker.max_pin_error:.2e} m (evaluated)"
-    if baker.worst is None or last.converged:
+    if not baker.misses:
         operator.report({"INFO"}, text)
     else:
         operator.report({"WARNING"}, f"{text}: {last.message}")
+
+
+class WELMAN_IK_OT_jump_to_frame(bpy.types.Operator):
+    """Go to a frame the last bake or edit missed a goal on"""
+
+    bl_idname = "welman_ik.jump_to_frame"
+    bl_label = "Jump to Missed Frame"
+    bl_options = {"REGISTER"}
+
+    frame: IntProperty(name="Frame", default=1, description="The frame to go to")
+
+    def execute(self, context):
+        context.scene.frame_set(self.frame)
+        return {"FINISHED"}
 
 
 BAKE_SLICE = 0.1  # seconds of baking between redraws of the progress
@@ -611,6 +626,7 @@ class WELMAN_IK_OT_bake(ArmatureOperator, bpy.types.Operator):
 
 
 CLASSES = (
+    WELMAN_IK_OT_jump_to_frame,
     WELMAN_IK_OT_pin,
     WELMAN_IK_OT_unpin,
     WELMAN_IK_OT_clear_pins,

@@ -240,6 +240,17 @@ class WELMAN_IK_PT_last_solve(SidebarPanel, bpy.types.Panel):
                 box.label(text=line, icon=("INFO" if last.converged else "ERROR") if i == 0 else "BLANK1")
 
 
+class WELMAN_IK_UL_misses(bpy.types.UIList):
+    """The frames the last bake or edit missed a goal on; the arrow goes to the frame."""
+
+    def draw_item(self, context, layout, data, item, icon, active_data, active_propname, index):
+        row = layout.row(align=True)
+        row.label(text=f"{item.frame}", icon="ERROR")
+        row.label(text=item.bone)
+        row.label(text=f"{item.error * 1000.0:.2f} mm" + (f" ({item.goals})" if item.goals > 1 else ""))
+        row.operator("welman_ik.jump_to_frame", text="", icon="FORWARD", emboss=False).frame = item.frame
+
+
 class WELMAN_IK_PT_bake(SidebarPanel, bpy.types.Panel):
     bl_label = "Bake"
     bl_parent_id = "WELMAN_IK_PT_main"
@@ -261,6 +272,10 @@ class WELMAN_IK_PT_bake(SidebarPanel, bpy.types.Panel):
             row.prop(pin, "frame_end")
             row.prop(pin, "follow", toggle=True)
         layout.operator("welman_ik.bake", icon="ACTION")
+        if len(settings.bake_misses):
+            layout.label(text=f"Missed on {len(settings.bake_misses)} frame(s):", icon="ERROR")
+            layout.template_list("WELMAN_IK_UL_misses", "", settings, "bake_misses", settings, "active_miss_index",
+                                 rows=3)
         # Motion editing: drag the active bone at this frame; the edit blends into the
         # neighbouring frames of the assigned action.
         col = layout.column(align=True)
@@ -269,5 +284,5 @@ class WELMAN_IK_PT_bake(SidebarPanel, bpy.types.Panel):
         layout.operator("welman_ik.edit_motion", icon="IPO_EASE_IN_OUT")
 
 
-CLASSES = (WELMAN_IK_OT_dismiss_ranges_offer, WELMAN_IK_UL_pins, WELMAN_IK_PT_main, WELMAN_IK_PT_pins,
-           WELMAN_IK_PT_range, WELMAN_IK_PT_last_solve, WELMAN_IK_PT_bake)
+CLASSES = (WELMAN_IK_OT_dismiss_ranges_offer, WELMAN_IK_UL_pins, WELMAN_IK_UL_misses, WELMAN_IK_PT_main,
+           WELMAN_IK_PT_pins, WELMAN_IK_PT_range, WELMAN_IK_PT_last_solve, WELMAN_IK_PT_bake)

@@ -107,6 +107,15 @@ class WELMAN_IK_Range(bpy.types.PropertyGroup):
     roll: _angle("Roll", 0.0, "The range's X and Z axes: the bone's rest X and Z turned this far about Y")
 
 
+class WELMAN_IK_Miss(bpy.types.PropertyGroup):
+    """One baked frame whose evaluated pose missed a goal: the worst goal's bone and miss."""
+
+    frame: IntProperty(name="Frame", override=OVERRIDABLE)
+    bone: StringProperty(name="Bone", override=OVERRIDABLE)
+    error: FloatProperty(name="Miss", unit="LENGTH", precision=5, override=OVERRIDABLE)
+    goals: IntProperty(name="Goals Missed", override=OVERRIDABLE, description="Goals missed on that frame")
+
+
 class WELMAN_IK_LastSolve(bpy.types.PropertyGroup):
     """Figures of the last solve, written by the add-on after every solve.
 
@@ -178,13 +187,18 @@ class WELMAN_IK_Settings(bpy.types.PropertyGroup):
     pins: CollectionProperty(type=WELMAN_IK_Pin, override=OVERRIDABLE_COLLECTION)
     active_pin_index: IntProperty(name="Active Pin", default=0, override=OVERRIDABLE)
     last_solve: PointerProperty(type=WELMAN_IK_LastSolve, override=OVERRIDABLE)
+    bake_misses: CollectionProperty(
+        type=WELMAN_IK_Miss, override=OVERRIDABLE_COLLECTION,
+        name="Missed Frames", description="The frames of the last bake or edit whose evaluated pose missed a goal",
+    )
+    active_miss_index: IntProperty(name="Active Missed Frame", default=0, override=OVERRIDABLE)
     ranges_offered: BoolProperty(
         name="Ranges Offered", default=False, override=OVERRIDABLE,
         description="The panel has offered this rig's human joint ranges once (the offer is then dismissed)",
     )
 
 
-CLASSES = (WELMAN_IK_Pin, WELMAN_IK_Range, WELMAN_IK_LastSolve, WELMAN_IK_Settings)
+CLASSES = (WELMAN_IK_Pin, WELMAN_IK_Range, WELMAN_IK_Miss, WELMAN_IK_LastSolve, WELMAN_IK_Settings)
 
 
 def register() -> None:
