@@ -397,6 +397,7 @@ def test_a_pin_out_of_force_eases_its_bone_back_to_the_animation(fig_6_5):
     after that; the right foot holds throughout."""
     obj = fig_6_5
     obj.welman_ik.motion_falloff = 5
+    obj.welman_ik.root_motion = "KEEP"  # the root exactly on its path: the leg's own easing is what shows
     scene = bpy.context.scene
     animated = {}
     for f in range(1, 22):
@@ -457,6 +458,7 @@ def test_missed_frames_are_reported_listed_and_reachable(fig_6_5):
     records the worst frame in ``last_solve``, and lists every missed frame for the panel,
     whose arrow goes to the frame. A bake that holds everything clears the list."""
     obj = fig_6_5
+    obj.welman_ik.root_motion = "KEEP"  # the feet's legs hold them whatever the hand's pin asks
     hand = next(p for p in obj.welman_ik.pins if p.bone == "hand.L")
     hand.enabled = True
     hand.location = world_point(obj, "hand.L") + np.array([0.0, 0.0, 2.0])
@@ -464,9 +466,9 @@ def test_missed_frames_are_reported_listed_and_reachable(fig_6_5):
     settings = obj.welman_ik
     misses = [(m.frame, m.bone) for m in settings.bake_misses]
     assert misses == [(f, "hand.L") for f in range(1, 22)], misses
-    assert all(m.error > 0.5 for m in settings.bake_misses)
+    assert all(m.error > 0.1 for m in settings.bake_misses)
     last = settings.last_solve
-    assert not last.converged and last.max_pin_error > 0.5
+    assert not last.converged and last.max_pin_error > 0.1
     assert "'hand.L'" in last.message and "21 frame(s): 1-21" in last.message, last.message
     # the feet still hold on every frame
     scene = bpy.context.scene

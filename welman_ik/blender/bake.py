@@ -178,8 +178,9 @@ class Baker:
     range, and each frame only takes the animated pose as its new start.
     """
 
-    def __init__(self, context, obj, frame_start: int, frame_end: int, step: int = 1, move_root: bool = False,
+    def __init__(self, context, obj, frame_start: int, frame_end: int, step: int = 1, move_root: bool | None = None,
                  edit: MotionEdit | None = None, direct: bool | None = None):
+        """``move_root``: True as ``root_motion = 'FREE'``, False as 'KEEP'; None: the setting."""
         check(obj, frame_start, frame_end, step, edit)
         self.edit = edit
         self.context, self.obj, self.settings = context, obj, obj.welman_ik
@@ -194,7 +195,11 @@ class Baker:
         self.sampler = Sampler(context.scene, obj, chains, direct)
         # A motion edit moves the edited bone's chain (the chain_length setting), as its drag does.
         chain_length = self.settings.chain_length if edit is not None else 0
-        self.movable = movable_bones(obj, edit.bone if edit else "", chain_length, keep_root=not move_root)
+        root_motion = self.settings.root_motion if move_root is None else ("FREE" if move_root else "KEEP")
+        # A motion edit keeps the root on its path, as its drag does.
+        self.root_motion = "KEEP" if edit is not None and move_root is None else root_motion
+        self.movable = movable_bones(obj, edit.bone if edit else "", chain_length,
+                                     keep_root=self.root_motion == "KEEP")
         self.model: RigModel | None = None
         self.results: dict[int, dict] = {}  # frame -> bone -> (rotation values, location or None)
         self.max_pin_error = 0.0  # [m] measured on the evaluated pose once the action is written
@@ -273,14 +278,24 @@ class Baker:
             target = self._point(model, animated, edit.bone, edit.anchor) + edit.weight(frame) * edit.displacement
             goals.append(PositionGoal(joint, local, target, priority=edit_priority))
             log.append((edit.bone, edit.anchor, target, 1.0, edit_priority))
+        reported = len(goals)
+        if self.root_motion == "FOLLOW" and goals:
+            # The roots' animated path, as goals below everything else: left only where and
+            # as far as a pin needs (the solver's own goals: not reported as pins).
+            below = max(g.priority for g in goals) + 1
+            for name in model.roots():  # head and tail: the path and the way the root points
+                for anchor in (0.0, 1.0):
+                    joint, local = model.anchor_local(name, anchor)
+                    goals.append(PositionGoal(joint, local, self._point(model, animated, name, anchor),
+                                              priority=below))
         # Continuity: each joint that moves a goal starts from the last frame's solution
         # moved by the animation's own change (the last frame's correction carried over).
         # A joint that moves no goal any more (its pin ended) lets its correction go over
         # ``motion_falloff`` frames, easing back onto the animation instead of jumping.
         size = model.skeleton.size
         moving = np.zeros(size, dtype=bool)
-        if goals:
-            moving = model.skeleton.ancestors[[g.joint[0] for g in goals]].any(axis=0)
+        if reported:
+            moving = model.skeleton.ancestors[[g.joint[0] for g in goals[:reported]]].any(axis=0)
         held, age = np.zeros(size), np.full(size, RELEASED)
         if self._previous is not None and self._previous[0] == model.layout:
             _, animated_before, solved_before, held_before, age_before = self._previous
@@ -310,7 +325,7 @@ class Baker:
             bones, anchors, targets, weights, priorities = zip(*log)
             self.goal_log[frame] = (list(bones), anchors, np.array(targets), weights, result.iterations)
             self.priorities[frame] = priorities
-        return float(result.errors.max(initial=0.0))
+        return float(result.errors[:reported].max(initial=0.0))
 
     def finish(self, in_place: bool = False):
         """Copy the action, write every baked frame into the copy, assign it (``in_place``:

@@ -536,14 +536,19 @@ class WELMAN_IK_OT_bake(ArmatureOperator, bpy.types.Operator):
     frame_end: IntProperty(name="End", default=250, description="Last frame to bake")
     step: IntProperty(name="Step", default=1, min=1, description="Bake every Nth frame")
     move_root: BoolProperty(name="Move Root", default=False, options={"SKIP_SAVE"},
-                            description="Let the root bone move too (by default it keeps its animated path)")
+                            description="Let the root bone move like any joint (root_motion 'FREE'); off: "
+                            "the root_motion setting decides")
+
+    def root_override(self) -> bool | None:
+        """``move_root`` on: the root moves freely; off: the ``root_motion`` setting decides."""
+        return True if self.move_root else None
 
     def execute(self, context):
         if self.refused(context):
             return {"CANCELLED"}
         obj = context.object
         try:
-            baker = bake.Baker(context, obj, self.frame_start, self.frame_end, self.step, self.move_root)
+            baker = bake.Baker(context, obj, self.frame_start, self.frame_end, self.step, self.root_override())
         except RigError as error:
             self.report({"ERROR"}, str(error))
             return {"CANCELLED"}
@@ -578,7 +583,7 @@ class WELMAN_IK_OT_bake(ArmatureOperator, bpy.types.Operator):
             self.frame_end = scene.frame_end
         try:
             self._baker = bake.Baker(context, context.object, self.frame_start, self.frame_end, self.step,
-                                     self.move_root)
+                                     self.root_override())
         except RigError as error:
             self.report({"ERROR"}, str(error))
             return {"CANCELLED"}

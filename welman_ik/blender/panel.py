@@ -261,6 +261,7 @@ class WELMAN_IK_PT_bake(SidebarPanel, bpy.types.Panel):
         settings = context.object.welman_ik
         col = layout.column(align=True)
         col.use_property_split = True
+        col.prop(settings, "root_motion")
         col.prop(settings, "contact_height")
         col.prop(settings, "contact_speed")
         col.prop(settings, "contact_min_frames")

@@ -41,6 +41,13 @@ REFERENCE_ITEMS = [
     ("NONE", "None", "No preferred pose"),
 ]
 
+ROOT_MOTION_ITEMS = [
+    ("KEEP", "Keep", "A bake keeps the root bone on its animated path exactly; the limbs do the work"),
+    ("FOLLOW", "Follow", ("A bake keeps the root on its animated path as a goal below the pins: it leaves "
+                          "the path only on the frames and by the amount a pin needs")),
+    ("FREE", "Free", "A bake moves the root like any joint"),
+]
+
 KEYFRAME_ITEMS = [
     ("ALWAYS", "Always", "Key every solved pose"),
     ("AUTOKEY", "Auto Keying", "Key only when Blender's auto-keying is on"),
@@ -167,6 +174,10 @@ class WELMAN_IK_Settings(bpy.types.PropertyGroup):
     )
     keyframes: EnumProperty(name="Keyframes", items=KEYFRAME_ITEMS, default="ALWAYS",
                             description="When a solved pose is keyed", override=OVERRIDABLE)
+    root_motion: EnumProperty(
+        name="Root Motion", items=ROOT_MOTION_ITEMS, default="FOLLOW", override=OVERRIDABLE,
+        description="What a bake does with the root bone's animated path",
+    )
     contact_height: FloatProperty(
         name="Contact Height", min=0.0, default=0.03, unit="LENGTH", precision=3, override=OVERRIDABLE,
         description="Detect Contacts: a bone is planted within this height of its lowest point",

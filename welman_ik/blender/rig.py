@@ -356,6 +356,12 @@ class RigModel:
         b = self.bones[name]
         return b.frame_joint, b.scale * np.array([0.0, anchor * b.length, 0.0])
 
+    def roots(self) -> list[str]:
+        """The bones in the tree that hang from nothing (their slides move the body)."""
+        sk = self.skeleton
+        return [name for name, b in self.bones.items()
+                if b.slides and sk.parent[min(b.slides.values())] < 0]
+
     def moves_point(self, name: str) -> bool:
         """True when some joint that may move carries this bone."""
         sk = self.skeleton
