@@ -54,7 +54,6 @@ How to run (from the repository root, with the bpy-module virtual environment)::
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import math
 import os
@@ -234,28 +233,13 @@ class OutOfTime(Exception):
 
 # --- acting ----------------------------------------------------------------------------------
 
-@contextlib.contextmanager
-def quiet():
-    """The operators' reports go to stdout in background mode: keep them off the table."""
-    sys.stdout.flush()
-    saved = os.dup(1)
-    with open(os.devnull, "w") as devnull:
-        os.dup2(devnull.fileno(), 1)
-        try:
-            yield
-        finally:
-            sys.stdout.flush()
-            os.dup2(saved, 1)
-            os.close(saved)
-
-
 class Bench:
     def __init__(self, verbose: bool):
         scenes.empty_scene()
         self.obj = scenes.basic_human(pins=())
         self.obj.welman_ik.keyframes = "NEVER"
         update()
-        with quiet():
+        with scenes.quiet():
             scenes.pin_bones(self.obj, scenes.FEET)
         self.verbose = verbose
         self.start = {pb.name: (pb.matrix_basis.copy(), pb.rotation_mode) for pb in self.obj.pose.bones}
@@ -288,7 +272,7 @@ class Bench:
             if not self.has_ranges:
                 return False
             scenes.select(self.obj, ())
-            with quiet():
+            with scenes.quiet():
                 result = bpy.ops.welman_ik.joint_ranges(preset="AUTO")
             if result != {"FINISHED"} or not any(pb.welman_ik_range.use for pb in self.obj.pose.bones):
                 print(f"note: joint_ranges(preset='AUTO') gave {result} and no range; {config} skipped")
@@ -298,7 +282,7 @@ class Bench:
     def drag(self, scenario: str, bone: str, target, anchor: float = 1.0) -> Drag:
         if time.perf_counter() > self.deadline:
             raise OutOfTime
-        with quiet():
+        with scenes.quiet():
             result = bpy.ops.welman_ik.drag(bone=bone, target=tuple(map(float, target)), anchor=anchor)
         update()
         last = self.obj.welman_ik.last_solve
@@ -341,7 +325,7 @@ class Bench:
                     raise OutOfTime
                 session.goal = origin + offset * i / n
                 session.figures = session.solver.apply(session.solver.solve(session.goal, time_budget=1.0))
-            with quiet():
+            with scenes.quiet():
                 session.confirm(bpy.context)
             update()
             last = self.obj.welman_ik.last_solve

@@ -32,7 +32,6 @@ or the keys do not play back the solved poses).
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
 import shutil
 import sys
@@ -299,22 +298,6 @@ class Pose:
     figures: dict = field(default_factory=dict)  # what the caption says, measured
 
 
-@contextlib.contextmanager
-def quiet():
-    """Keep the drag operator's reports (printed to stdout in background mode) off the
-    output: the pictures take a drag per centimetre."""
-    sys.stdout.flush()
-    saved = os.dup(1)
-    with open(os.devnull, "w") as devnull:
-        os.dup2(devnull.fileno(), 1)
-        try:
-            yield
-        finally:
-            sys.stdout.flush()
-            os.dup2(saved, 1)
-            os.close(saved)
-
-
 def has_joint_ranges() -> bool:
     try:
         bpy.ops.welman_ik.joint_ranges.get_rna_type()
@@ -362,12 +345,12 @@ def pose_figure(name: str, fig: Pose) -> None:
         obj.welman_ik.reference = fig.reference
         if fig.ranges:
             scenes.select(obj, ())
-            with quiet():
+            with scenes.quiet():
                 bpy.ops.welman_ik.joint_ranges(preset="AUTO")
         steps = max(1, int(np.ceil(np.linalg.norm(target - fig.start_point) / PICTURE_STEP)))
         for i in range(1, steps + 1):
             goal = fig.start_point + (target - fig.start_point) * i / steps
-            with quiet():
+            with scenes.quiet():
                 result = bpy.ops.welman_ik.drag(bone=bone, target=tuple(goal), anchor=anchor)
             if result != {"FINISHED"}:
                 raise RuntimeError(f"picture {name}, {fig.label}: the drag did not finish")
@@ -386,7 +369,7 @@ def pin_feet(obj) -> None:
     points per foot would leave it free to roll about the line through them."""
     for bone in PICTURE_PINS:
         scenes.select(obj, [bone])
-        with quiet():
+        with scenes.quiet():
             bpy.ops.welman_ik.pin(kind="POSITION", anchor=0.0 if bone.startswith("foot.") else 1.0)
     scenes.select(obj, ())
 
