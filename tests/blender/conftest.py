@@ -34,6 +34,18 @@ def bare_human():
     return scenes.basic_human(pins=())
 
 
+def import_clip(name: str):
+    """A fixture clip imported with Blender's BVH importer (centimetres to metres), the new
+    armature in pose mode."""
+    import addon_utils  # on the path once bpy is imported
+
+    addon_utils.enable("io_anim_bvh", default_set=True)
+    bpy.ops.import_anim.bvh(filepath=str(FIXTURES / name), global_scale=0.01)
+    obj = bpy.context.object
+    bpy.ops.object.mode_set(mode="POSE")
+    return obj
+
+
 def world_point(obj, bone: str, anchor: float = 1.0) -> np.ndarray:
     """World position of a point along an evaluated pose bone (0 head, 1 tail)."""
     bpy.context.view_layer.update()

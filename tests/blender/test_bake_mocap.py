@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import itertools
 
-import addon_utils
 import bpy
 import numpy as np
 import pytest
 import scenes
-from conftest import FIXTURES, rotation_angle, world_point
+from conftest import import_clip, rotation_angle, world_point
 
 ANKLES = ("LeftAnkle", "RightAnkle")
 FRAMES = (1, 200)
@@ -18,17 +17,19 @@ FRAMES = (1, 200)
 MOVE_ROOT = True
 
 
-@pytest.fixture(scope="module")
-def baked_mocap():
+def clip_with_contacts():
+    """The Biovision clip over ``FRAMES``, the ankles' contacts found and pinned."""
     scenes.empty_scene()
-    addon_utils.enable("io_anim_bvh", default_set=True)
-    bpy.ops.import_anim.bvh(filepath=str(FIXTURES / "mocapbank_clip.bvh"), global_scale=0.01)
-    obj = bpy.context.object
-    scene = bpy.context.scene
-    scene.frame_start, scene.frame_end = FRAMES
-    bpy.ops.object.mode_set(mode="POSE")
+    obj = import_clip("mocapbank_clip.bvh")
+    bpy.context.scene.frame_start, bpy.context.scene.frame_end = FRAMES
     scenes.select(obj, ANKLES)
     assert bpy.ops.welman_ik.detect_contacts() == {"FINISHED"}
+    return obj
+
+
+@pytest.fixture(scope="module")
+def baked_mocap():
+    obj = clip_with_contacts()
     frames = range(FRAMES[0], FRAMES[1] + 1)
     before = _sample(obj, frames)
     assert bpy.ops.welman_ik.bake(frame_start=FRAMES[0], frame_end=FRAMES[1], move_root=MOVE_ROOT) == {"FINISHED"}
@@ -95,16 +96,9 @@ def test_no_pops(baked_mocap):
 @pytest.fixture(scope="module")
 def baked_at_defaults():
     """The same clip baked with every setting at its default: ``root_motion = 'FOLLOW'``."""
-    scenes.empty_scene()
-    addon_utils.enable("io_anim_bvh", default_set=True)
-    bpy.ops.import_anim.bvh(filepath=str(FIXTURES / "mocapbank_clip.bvh"), global_scale=0.01)
-    obj = bpy.context.object
-    scene = bpy.context.scene
-    scene.frame_start, scene.frame_end = FRAMES
-    bpy.ops.object.mode_set(mode="POSE")
+    obj = clip_with_contacts()
     assert obj.welman_ik.root_motion == "FOLLOW"
-    scenes.select(obj, ANKLES)
-    assert bpy.ops.welman_ik.detect_contacts() == {"FINISHED"}
+    scene = bpy.context.scene
     frames = range(FRAMES[0], FRAMES[1] + 1)
     hips = {}
     for f in frames:

@@ -8,12 +8,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-import addon_utils
 import bpy
 import numpy as np
 import pytest
 import scenes
-from conftest import FIXTURES, drag, pin_errors, rotation_angle, world_point
+from conftest import drag, import_clip, pin_errors, rotation_angle, world_point
 from test_joint_ranges import excess_degrees
 
 from welman_ik.blender.session import DragSession
@@ -55,11 +54,8 @@ def build(rig: Rig):
     if rig.name == "metarig":
         obj = scenes.basic_human(pins=())
     else:
-        addon_utils.enable("io_anim_bvh", default_set=True)
-        bpy.ops.import_anim.bvh(filepath=str(FIXTURES / CLIPS[rig.name]), global_scale=0.01)
-        obj = bpy.context.object
+        obj = import_clip(CLIPS[rig.name])
         obj.animation_data_clear()
-        bpy.ops.object.mode_set(mode="POSE")
         for pb in obj.pose.bones:
             pb.location, pb.rotation_quaternion, pb.rotation_euler = (0, 0, 0), (1, 0, 0, 0), (0, 0, 0)
         bpy.context.view_layer.update()

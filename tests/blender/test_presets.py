@@ -9,7 +9,7 @@ import bpy
 import numpy as np
 import pytest
 import scenes
-from conftest import FIXTURES
+from conftest import import_clip
 from mathutils import Quaternion
 
 from welman_ik.blender import presets
@@ -35,9 +35,7 @@ def _load(rig: str):
         addon_utils.enable("rigify", default_set=True)
         bpy.ops.object.armature_human_metarig_add()
     else:
-        addon_utils.enable("io_anim_bvh", default_set=True)
-        name = "mixamo_clip.bvh" if rig == "mixamo" else "mocapbank_clip.bvh"
-        bpy.ops.import_anim.bvh(filepath=str(FIXTURES / name), global_scale=0.01)
+        import_clip("mixamo_clip.bvh" if rig == "mixamo" else "mocapbank_clip.bvh")
     obj = bpy.context.object
     bpy.ops.object.mode_set(mode="POSE")
     _rest_pose(obj)
