@@ -177,8 +177,9 @@ class SphericalRanges:
         turn = rotation_y(self.roll[balls])
         return np.swapaxes(turn, 1, 2) @ r @ turn
 
-    def _semi_axes(self, sx: np.ndarray, sz: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        rows = np.arange(self.size)
+    def _semi_axes(self, sx: np.ndarray, sz: np.ndarray, balls: np.ndarray | None = None):
+        """The semi-axes (a_x, a_z) of the quadrant of swings (sx, sz) of ``balls`` (all: None)."""
+        rows = np.arange(self.size) if balls is None else balls
         return self._semi_x[rows, (sx < 0).astype(int)], self._semi_z[rows, (sz < 0).astype(int)]
 
     def excess(self, skeleton: Skeleton, q: np.ndarray) -> np.ndarray:
@@ -266,8 +267,7 @@ class SphericalRanges:
         (k, 3), <= 0 inside: the swing's elliptic measure less 1 (a wall counts as a
         semi-axis of ``WALL``), and the twist's excess past its maximum and its minimum [rad]."""
         sx, sz, twist = swing_twist(self._rotations(skeleton, balls, angles))
-        ax = self._semi_x[balls, (sx < 0).astype(int)]
-        az = self._semi_z[balls, (sz < 0).astype(int)]
+        ax, az = self._semi_axes(sx, sz, balls)
         swing = np.sqrt((sx / np.maximum(ax, WALL)) ** 2 + (sz / np.maximum(az, WALL)) ** 2) - 1.0
         return np.stack([swing, twist - self.twist[balls, 1], self.twist[balls, 0] - twist], axis=1)
 

@@ -48,8 +48,10 @@ def weighted_cost(points: np.ndarray, targets: np.ndarray, w: np.ndarray) -> flo
     return float(np.sum(w * np.sum((targets - points) ** 2, axis=1)))
 
 
-def _sweep(problem: Problem, q: np.ndarray, kin, weights: np.ndarray, order: np.ndarray) -> np.ndarray:
-    """One sweep from the leaves to the root; returns the new joint values."""
+def _sweep(problem: Problem, q: np.ndarray, kin, weights: np.ndarray, order: np.ndarray, balls: list,
+           movable: np.ndarray) -> np.ndarray:
+    """One sweep from the leaves to the root; returns the new joint values. ``balls``: the
+    ranged ball joints (``_ranged_balls``); ``movable``: the problem's movable joints."""
     sk = problem.skeleton
     q = q.copy()
     joints, points, targets, w = _pairs(problem, kin, weights)
@@ -74,7 +76,6 @@ def _sweep(problem: Problem, q: np.ndarray, kin, weights: np.ndarray, order: np.
     # Ball joints with a spherical range are projected onto it as soon as the sweep has
     # passed all three of their hinges, so that the joints above take up what the range
     # refuses in the same sweep.
-    balls = _ranged_balls(problem, order)
     pending = 0
 
     def project_passed(upto: int) -> None:
@@ -92,7 +93,6 @@ def _sweep(problem: Problem, q: np.ndarray, kin, weights: np.ndarray, order: np.
             _, fresh, _, _ = _pairs(problem, now, weights)
             points = np.vstack([fresh, now.heads[detached]]) if levered else fresh
 
-    movable = problem.movable()
     for j in order:
         project_passed(j)
         sel = distal[:, j]
@@ -171,7 +171,9 @@ def solve(problem: Problem, q0) -> SolveResult:
     deadline = problem.deadline()
     weights, first_level = level_weights(problem)
     phases = [weights] if np.array_equal(weights, first_level) else [weights, first_level]
-    order = np.flatnonzero(problem.movable())[::-1]
+    movable = problem.movable()
+    order = np.flatnonzero(movable)[::-1]
+    balls = _ranged_balls(problem, order)  # once per solve, not per sweep
     history: list[float] = []
     sweeps = 0
     previous_cost, previous_q = math.inf, q.copy()
@@ -203,7 +205,7 @@ def solve(problem: Problem, q0) -> SolveResult:
             previous_cost, previous_q = cost, q.copy()
         start = q
         for i, phase in enumerate(phases):
-            q = _sweep(problem, q, kin if i == 0 else sk.forward(q), phase, order)
+            q = _sweep(problem, q, kin if i == 0 else sk.forward(q), phase, order, balls, movable)
         sweeps += 1
         if np.abs(q - start).max(initial=0.0) < 1e-14:
             break
