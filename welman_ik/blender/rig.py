@@ -271,8 +271,9 @@ class RigModel:
         self.declared_ranges = self._declared_ranges()
         self._start(self._read())
 
-    def _declared_ranges(self) -> SphericalRanges:
-        """The spherical ranges (``pose_bone.welman_ik_range``) in use on bones that may turn."""
+    def _declared_ranges(self) -> SphericalRanges | None:
+        """The spherical ranges (``pose_bone.welman_ik_range``) in use on bones that may turn
+        (None: none)."""
         pose_bones = self.object.pose.bones
         sk = self.skeleton
         rows = []
@@ -287,8 +288,7 @@ class RigModel:
                                "or a value that is not a number: fix it in the Joint Range panel")
             rows.append((joints, *bounds, r.roll))
         if not rows:
-            return SphericalRanges(np.zeros((0, 3), dtype=np.intp), np.zeros((0, 2)), np.zeros((0, 2)),
-                                   np.zeros((0, 2)), np.zeros(0))
+            return None
         joints, swing_x, swing_z, twist, roll = zip(*rows)
         return SphericalRanges(np.array(joints), np.array(swing_x), np.array(swing_z), np.array(twist),
                                np.array(roll))
@@ -326,7 +326,8 @@ class RigModel:
         if not (np.array_equal(lower, sk.lower) and np.array_equal(upper, sk.upper)):
             self.skeleton = dataclasses.replace(sk, lower=lower, upper=upper)
         # Likewise a ball joint posed outside its range: the range widens just to hold it.
-        self.ranges = self.declared_ranges.containing(self.skeleton, q) if self.declared_ranges.size else None
+        declared = self.declared_ranges
+        self.ranges = declared.containing(self.skeleton, q) if declared is not None else None
 
     def refresh(self) -> bool:
         """Take the pose bones' current channels as the new start (a bake does this on every
