@@ -8,6 +8,7 @@ result into a copy of the action; the original is left as it was.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from dataclasses import dataclass
@@ -16,6 +17,7 @@ import bpy
 import numpy as np
 
 from ..core import SOLVERS, PositionGoal, Problem, SolveResult
+from ..core.contacts import ease
 from . import keyframes
 from .channels import PoseSnapshot
 from .evaluated import GoalSet, Measured, anchor_points, measure
@@ -35,6 +37,7 @@ from .solve import (
 SUFFIX = ".welman_bake"
 CORRECTION_PASSES = 4  # re-solves of the frames the evaluated pose misses (constrained rigs)
 ACTIVE, RELEASED = -1, 1 << 30  # a joint's frames since its last goal: moving one now, long ago
+EASE_STEP = 0.05  # [rad] the most a joint may turn in a frame to ease a point onto or off a plant
 
 
 def pins_on(settings, frame: int) -> list:
@@ -210,8 +213,11 @@ class Baker:
         self.bones: set[str] = set()  # every bone a solve has written
         self.index = 0
         self._previous = None  # (model layout, animated q, solved q, release state) of the last frame
+        self._range_weight_before = 1.0
         try:
             self.fixed_goals = self._fixed_goals()
+            self.eases = self._eases()
+            self.open_ends = self._open_ends(frame_start, frame_end)
         except Exception:
             self.abort()
             raise
@@ -233,19 +239,68 @@ class Baker:
         return kin.points(np.array([joint]), local[None])[0]
 
     def _fixed_goals(self) -> dict:
-        """Where each fixed pin holds: its own location, or (with a frame range) where its
-        bone was on the first frame of the range."""
-        goals = {}
+        """Where each fixed pin holds: its ``location`` (Detect Contacts puts a plant's there:
+        the average of its frames)."""
         reach = rig_reach(self.obj)
-        for i, pin in enumerate(self.settings.pins):
-            if pin.follow or not pin.enabled or pin.bone not in self.names:
-                continue
+        return {i: check_goal_point(f"The location of the pin on '{pin.bone}'", pin.location, reach)
+                for i, pin in enumerate(self.settings.pins)
+                if not pin.follow and pin.enabled and pin.bone in self.names}
+
+    def _eases(self) -> dict[tuple[str, float], list[tuple[int, int, np.ndarray, np.ndarray]]]:
+        """Per held point (bone, anchor): (first frame, last frame, correction on the first,
+        correction on the last) of each fixed pin with a frame range. Around those frames the
+        point eases from its animation onto the pin and back, so nothing jumps at a plant's
+        ends."""
+        out: dict = {}
+        first, last = self.frames[0], self.frames[-1]
+        for i, target in self.fixed_goals.items():
+            pin = self.settings.pins[i]
             if pin.frame_start == 0 and pin.frame_end == 0:
-                goals[i] = check_goal_point(f"The location of the pin on '{pin.bone}'", pin.location, reach)
-            else:
-                model = self.pose(pin.frame_start)
-                goals[i] = self._point(model, model.skeleton.forward(model.q0), pin.bone, pin.anchor)
-        return goals
+                continue
+            corrections = []
+            for frame in (pin.frame_start, pin.frame_end):
+                model = self.pose(min(max(frame, first), last))
+                corrections.append(target - self._point(model, model.skeleton.forward(model.q0), pin.bone, pin.anchor))
+            out.setdefault((pin.bone, pin.anchor), []).append((pin.frame_start, pin.frame_end, *corrections))
+        return out
+
+    def _open_ends(self, frame_start: int, frame_end: int) -> tuple[bool, bool]:
+        """Whether the action goes on before and after the baked range (a bake in a longer
+        action eases its corrections in and out inside the range, so its ends do not jump)."""
+        if self.edit is not None:
+            return False, False
+        keyed = [k.co[0] for curve in keyframes.action_fcurves(self.obj) for k in curve.keyframe_points]
+        return (bool(keyed) and min(keyed) < frame_start - 0.5), (bool(keyed) and max(keyed) > frame_end + 0.5)
+
+    def range_weight(self, frame: int) -> float:
+        """The share of the corrections applied on ``frame``: 1, falling as half a cosine to
+        nothing over the ``motion_falloff`` frames at a range end the action goes on past."""
+        falloff = max(self.settings.motion_falloff, 0)
+        weight = 1.0
+        if self.open_ends[0]:
+            weight *= 1.0 - float(ease(frame - self.frames[0] + 1, falloff))
+        if self.open_ends[1]:
+            weight *= 1.0 - float(ease(self.frames[-1] + 1 - frame, falloff))
+        return weight
+
+    def ease_offsets(self, frame: int, held: set) -> list[tuple[str, float, np.ndarray]]:
+        """(bone, anchor, offset) of each point that is near a plant on ``frame`` and not held
+        by a pin now (``held``: the (bone, anchor) pins hold): the plant's correction [m],
+        easing off over ``motion_falloff`` frames before and after the plant."""
+        falloff = max(self.settings.motion_falloff, 0)
+        out = []
+        for (bone, anchor), plants in self.eases.items():
+            if (bone, anchor) in held:
+                continue
+            offset, total = np.zeros(3), 0.0
+            for start, end, before, after in plants:
+                if frame < start or frame > end:
+                    weight = float(ease(start - frame if frame < start else frame - end, falloff))
+                    offset += weight * (before if frame < start else after)
+                    total += weight
+            if total > 0.0:  # between two plants: from one's correction to the other's
+                out.append((bone, anchor, offset / max(total, 1.0)))
+        return out
 
     @property
     def done(self) -> bool:
@@ -269,20 +324,45 @@ class Baker:
         # An edit is prioritised as its drag is: below the pins (they hold, it takes what is
         # left), or with pins_first off, above them.
         pin_priority, edit_priority = (0, 1) if edit is None or self.settings.pins_first else (1, 0)
+        share = self.range_weight(frame)
+        pinned: dict[str, list] = {}  # bone -> (anchor, target) of its pins now
         for pin, target in self.pin_targets(frame, model, animated):
             joint, local = model.anchor_local(pin.bone, pin.anchor)
+            if share < 1.0:  # near an end of the range, where the action goes on: eased in or out
+                origin = self._point(model, animated, pin.bone, pin.anchor)
+                target = origin + share * (target - origin)
             goals.append(PositionGoal(joint, local, target, weight=pin.weight, priority=pin_priority))
             log.append((pin.bone, pin.anchor, target, pin.weight, pin_priority))
+            pinned.setdefault(pin.bone, []).append((pin.anchor, target))
         if edit is not None:
             joint, local = model.anchor_local(edit.bone, edit.anchor)
             target = self._point(model, animated, edit.bone, edit.anchor) + edit.weight(frame) * edit.displacement
             goals.append(PositionGoal(joint, local, target, priority=edit_priority))
             log.append((edit.bone, edit.anchor, target, 1.0, edit_priority))
         reported = len(goals)
+        below = max((g.priority for g in goals), default=0) + 1
+        # Points easing onto or off a plant: below the pins (the solver's own goals, not
+        # reported).
+        held = {(bone, anchor) for bone, points in pinned.items() for anchor, _ in points}
+        for bone, anchor, offset in self.ease_offsets(frame, held):
+            target = self._point(model, animated, bone, anchor) + share * offset
+            if len(pinned.get(bone, ())) > 1:
+                continue  # two points of the bone held: the rest of it goes where they put it
+            if bone in pinned:  # the ease goes round the bone's held point, at its distance
+                ((other, centre),) = pinned[bone]
+                length = np.linalg.norm(self._point(model, animated, bone, anchor)
+                                        - self._point(model, animated, bone, other))
+                direction = target - centre
+                target = centre + length * direction / max(np.linalg.norm(direction), 1e-12)
+            pinned.setdefault(bone, []).append((anchor, target))
+            joint, local = model.anchor_local(bone, anchor)
+            goals.append(PositionGoal(joint, local, target, priority=below))
+        ease_priority = below
+        if any(g.priority == below for g in goals):
+            below += 1
         if self.root_motion == "FOLLOW" and goals:
             # The roots' animated path, as goals below everything else: left only where and
             # as far as a pin needs (the solver's own goals: not reported as pins).
-            below = max(g.priority for g in goals) + 1
             for name in model.roots():  # head and tail: the path and the way the root points
                 for anchor in (0.0, 1.0):
                     joint, local = model.anchor_local(name, anchor)
@@ -294,7 +374,7 @@ class Baker:
         # ``motion_falloff`` frames, easing back onto the animation instead of jumping.
         size = model.skeleton.size
         moving = np.zeros(size, dtype=bool)
-        if reported:
+        if reported:  # (a point easing off a plant eases with its joints' falloff: not moving)
             moving = model.skeleton.ancestors[[g.joint[0] for g in goals[:reported]]].any(axis=0)
         held, age = np.zeros(size), np.full(size, RELEASED)
         if self._previous is not None and self._previous[0] == model.layout:
@@ -303,11 +383,13 @@ class Baker:
             released = age_before == ACTIVE
             held = np.where(released, correction, held_before)
             age = np.where(released, 1, np.minimum(age_before + 1, RELEASED))
-            falloff = max(self.settings.motion_falloff, 0)
-            weight = np.where(age <= falloff, 0.5 * (1.0 + np.cos(np.pi * age / (falloff + 1))), 0.0)
-            q_start = model.q0 + np.where(moving, correction, weight * held)
+            weight = ease(age, max(self.settings.motion_falloff, 0))
+            # Easing out at the range's end: the carried correction shrinks with the goals.
+            scale = min(1.0, share / self._range_weight_before) if self._range_weight_before > 1e-9 else share
+            q_start = model.q0 + scale * np.where(moving, correction, weight * held)
         else:
             q_start = model.q0
+        self._range_weight_before = share
         age = np.where(moving, ACTIVE, age)
         s = self.settings
         # The preferred pose of a bake is each frame's own animated pose, with the correction
@@ -316,6 +398,13 @@ class Baker:
                           damping=s.damping, reference=preferred_pose(s.reference, q_start),
                           reference_weight=s.reference_weight, ranges=model.ranges)
         result = SOLVERS[s.solver](problem, q_start)
+        easing = [i for i, g in enumerate(goals) if i >= reported and g.priority == ease_priority]
+        if easing and (np.abs(result.q - q_start).max(initial=0.0) > EASE_STEP
+                       or result.errors[easing].max() > s.tolerance):
+            # Easing onto a plant would swing a joint (a leg near straight) or cannot be done
+            # with the pins: not worth a jump.
+            problem = dataclasses.replace(problem, goals=[g for i, g in enumerate(goals) if i not in easing])
+            result = SOLVERS[s.solver](problem, q_start)
         if not np.all(np.isfinite(result.q)):
             raise RigError(f"The solver failed on frame {frame} (non-finite result)")
         self._previous = (model.layout, model.q0.copy(), result.q.copy(), held, age)

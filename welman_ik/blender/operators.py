@@ -11,8 +11,8 @@ import bpy
 import numpy as np
 from bpy.props import BoolProperty, EnumProperty, FloatProperty, FloatVectorProperty, IntProperty, StringProperty
 
-from ..core import contacts
 from . import bake, overlay, preferences, selection, session, solve, viewport
+from . import contacts as foot_contacts
 from .properties import PIN_KINDS
 from .rig import RigError
 
@@ -408,13 +408,20 @@ class WELMAN_IK_OT_drag(ModalDrag, ArmatureOperator, bpy.types.Operator):
 
 
 class WELMAN_IK_OT_detect_contacts(SelectionOperator, bpy.types.Operator):
-    """Pin each selected bone in the frame ranges where it is planted (near its lowest height and slow)"""
+    """Pin each selected foot where it is planted: its heel (head) and toe (tail), each in the frame ranges where it \
+is near its lowest height, slow and still, held at its average place there"""
 
     bl_idname = "welman_ik.detect_contacts"
     bl_label = "Detect Contacts"
 
+    points: EnumProperty(
+        name="Points", default="HEEL_TOE", options={"SKIP_SAVE"},
+        items=[("HEEL_TOE", "Heel and Toe", "The bone's head (heel strike) and tail (toe push-off), each a plant"),
+               ("ANCHOR", "Anchor", "The point at Anchor along the bone only")],
+    )
     anchor: FloatProperty(name="Anchor", min=0.0, max=1.0, default=0.0, subtype="FACTOR", options={"SKIP_SAVE"},
-                          description="The point along the bone that touches down: 0 head, 1 tail")
+                          description="With Points 'Anchor': the point along the bone that touches down: 0 head, "
+                                      "1 tail")
 
     def execute(self, context):
         if self.refused(context):
@@ -423,26 +430,25 @@ class WELMAN_IK_OT_detect_contacts(SelectionOperator, bpy.types.Operator):
         bones = self.selection(context)
         if not bones:
             return {"CANCELLED"}
-        scene = context.scene
-        settings = obj.welman_ik
+        scene, settings = context.scene, obj.welman_ik
+        # A script that names an anchor and no points asks for that point alone.
+        heel_toe = self.points == "HEEL_TOE" and not (self.properties.is_property_set("anchor")
+                                                      and not self.properties.is_property_set("points"))
         frames = list(range(scene.frame_start, scene.frame_end + 1))
-        current = scene.frame_current
-        paths = {pb.name: [] for pb in bones}
-        for frame in frames:
-            scene.frame_set(frame)
-            for pb in bones:
-                paths[pb.name].append(solve.anchor_world(obj, pb, self.anchor))
-        scene.frame_set(current)
-        found = 0
-        for name, path in paths.items():
-            for first, last in contacts.planted_ranges(np.array(path), settings.contact_height,
-                                                       settings.contact_speed, settings.contact_min_frames):
+        points = foot_contacts.points_of(obj, bones, heel_toe, self.anchor)
+        paths = foot_contacts.sample(scene, obj, points, frames)
+        found = foot_contacts.plants(settings, points, paths)
+        count = 0
+        for point, plants in found.items():
+            for plant in plants:
                 pin = settings.pins.add()
-                pin.bone, pin.kind, pin.anchor = name, "POSITION", self.anchor
-                pin.frame_start, pin.frame_end = frames[first], frames[last]
-                pin.location = path[first]
-                found += 1
-        self.report({"INFO"}, f"Found {found} contact(s) on {len(bones)} bone(s)")
+                pin.bone, pin.kind, pin.anchor = point.bone, "POSITION", point.anchor
+                pin.frame_start, pin.frame_end = frames[plant.first], frames[plant.last]
+                pin.location = plant.point
+                count += 1
+        where = ", ".join(f"{p.bone} {'heel' if heel_toe and p.anchor == 0 else 'toe' if heel_toe else p.anchor}: "
+                          f"{len(v)}" for p, v in found.items())
+        self.report({"INFO"}, f"Found {count} contact(s) on {len(bones)} bone(s) ({where})")
         return {"FINISHED"}
 
 

@@ -265,6 +265,8 @@ class WELMAN_IK_PT_bake(SidebarPanel, bpy.types.Panel):
         col.prop(settings, "contact_height")
         col.prop(settings, "contact_speed")
         col.prop(settings, "contact_min_frames")
+        col.prop(settings, "contact_drift")
+        col.prop(settings, "contact_knee_bend")
         layout.operator("welman_ik.detect_contacts", icon="SNAP_ON")
         if 0 <= settings.active_pin_index < len(settings.pins):
             pin = settings.pins[settings.active_pin_index]

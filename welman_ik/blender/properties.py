@@ -190,6 +190,16 @@ class WELMAN_IK_Settings(bpy.types.PropertyGroup):
         name="Contact Frames", min=1, default=5, override=OVERRIDABLE,
         description="Detect Contacts: the shortest plant, in frames",
     )
+    contact_drift: FloatProperty(
+        name="Contact Drift", min=0.0, default=0.025, unit="LENGTH", precision=3, override=OVERRIDABLE,
+        description="Detect Contacts: the farthest a planted point may wander over the whole plant (a slow creep "
+                    "beyond it is split into separate plants)",
+    )
+    contact_knee_bend: FloatProperty(
+        name="Knee Bend", min=0.0, max=1.2, default=0.0873, subtype="ANGLE", override=OVERRIDABLE,
+        description="Detect Contacts: the least the knee stays bent to reach a plant; frames where the leg would "
+                    "have to be straighter are left out of the plant",
+    )
     motion_falloff: IntProperty(
         name="Falloff", min=0, soft_max=100, default=10, override=OVERRIDABLE,
         description="Frames an edit blends into on either side (Edit Motion), and over which a bake eases a "

@@ -1,0 +1,109 @@
+"""Contacts: plants found in sampled paths, held at their average, within the drift limit,
+with a bent knee, heel and toe consistent, and eased at their ends."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+
+from welman_ik.core import contacts
+
+
+def step_cycle(frames: int = 120, period: int = 40, stance: int = 20, stride: float = 0.6, lift: float = 0.12):
+    """A foot stepping forward along X: planted for ``stance`` frames of every ``period``,
+    swinging forward by ``stride`` and up by ``lift`` in between."""
+    path = np.zeros((frames, 3))
+    for f in range(frames):
+        cycle, phase = divmod(f, period)
+        if phase < stance:
+            path[f] = (cycle * stride, 0.0, 0.0)
+        else:
+            s = (phase - stance) / (period - stance)
+            path[f] = ((cycle + 0.5 * (1 - math.cos(math.pi * s))) * stride, 0.0, lift * math.sin(math.pi * s))
+    return path
+
+
+def test_a_stepping_foot_plants_once_per_stance():
+    ranges = contacts.planted_ranges(step_cycle(), height=0.03, speed=0.005, min_frames=5)
+    assert len(ranges) == 3
+    for (first, last), touchdown in zip(ranges, (0, 40, 80)):
+        assert touchdown <= first <= touchdown + 1  # the landing frame's step in is still fast
+        assert 18 <= last - first <= 20
+
+
+def test_a_slow_creep_is_not_one_plant():
+    """26 mm of creep at 0.26 mm per frame passes any per-frame speed test; the drift limit
+    splits it into pieces that each stay within the limit, with a gap to ease across."""
+    path = np.zeros((100, 3))
+    path[:, 0] = np.linspace(0.0, 0.026, 100)
+    assert contacts.planted_ranges(path, 0.03, 0.005, 5) == [(0, 99)]
+    pieces = contacts.planted_ranges(path, 0.03, 0.005, 5, drift=0.015)
+    assert len(pieces) == 2
+    for first, last in pieces:
+        segment = path[first:last + 1]
+        extent = max(np.linalg.norm(a - b) for a, b in itertools.combinations(segment, 2))
+        assert extent <= 0.015
+    assert pieces[1][0] - pieces[0][1] == contacts.SPLIT_GAP + 1
+
+
+def test_a_still_foot_is_one_plant_under_the_drift_limit():
+    rng = np.random.default_rng(3)
+    path = rng.normal(scale=0.001, size=(60, 3))
+    assert contacts.planted_ranges(path, 0.03, 0.01, 5, drift=0.025) == [(0, 59)]
+
+
+def test_a_plant_is_held_at_its_average():
+    path = np.zeros((20, 3))
+    path[:, 0] = np.linspace(0.0, 0.01, 20)  # a 10 mm slide
+    (plant,) = contacts.held(path, [(0, 19)], 5)
+    assert np.allclose(plant.point, [0.005, 0.0, 0.0])
+    # the largest correction is half the slide, not all of it at the far end
+    assert np.linalg.norm(path - plant.point, axis=1).max() == pytest.approx(0.005)
+
+
+def test_frames_that_need_a_straight_knee_are_left_out():
+    """The hips rise away from a planted heel: the frames where the held point is beyond
+    the leg's reach with the knee bent 5 degrees are dropped, and the plant's point is
+    averaged over the frames kept."""
+    frames, upper, lower = 40, 0.45, 0.45
+    heel = np.zeros((frames, 3))
+    heel[:, 0] = np.linspace(0.0, 0.004, frames)
+    hips = np.zeros((frames, 3))
+    hips[:, 2] = np.linspace(0.85, 0.905, frames)  # the last frames are further than the leg reaches
+    bend = math.radians(5.0)
+    plants = contacts.held(heel, [(0, frames - 1)], 5, hips=hips, upper=upper,
+                           lower=np.full(frames, lower), bend=bend)
+    assert len(plants) == 1
+    plant = plants[0]
+    assert plant.first == 0 and plant.last < frames - 1
+    reach = contacts.bent_reach(upper, lower, bend)
+    kept = np.linalg.norm(hips[:plant.last + 1] - plant.point, axis=1)
+    assert kept.max() <= reach
+    assert np.allclose(plant.point, heel[:plant.last + 1].mean(axis=0))
+
+
+def test_bent_reach():
+    assert contacts.bent_reach(0.4, 0.5, 0.0) == pytest.approx(0.9)
+    assert contacts.bent_reach(0.4, 0.5, math.pi / 2) == pytest.approx(math.hypot(0.4, 0.5))
+
+
+def test_toe_plants_agree_with_heel_plants():
+    """Where the heel and toe of one bone are planted together, the toe's point is the
+    bone's length from the heel's; the toe's frames under another heel plant are left out."""
+    heel = [contacts.Plant(0, 30, np.array([0.0, 0.0, 0.0])), contacts.Plant(40, 70, np.array([0.5, 0.0, 0.0]))]
+    toe = [contacts.Plant(10, 45, np.array([0.21, 0.01, 0.0]))]
+    (paired,) = contacts.paired(heel, toe, 0.2, min_frames=5)
+    assert np.linalg.norm(paired.point - heel[0].point) == pytest.approx(0.2)
+    assert (paired.first, paired.last) == (10, 39)
+    lone = [contacts.Plant(80, 90, np.array([1.0, 0.0, 0.0]))]
+    assert contacts.paired(heel, lone, 0.2) == lone
+
+
+def test_ease_is_one_at_the_plant_and_none_past_the_falloff():
+    weights = contacts.ease(np.arange(0, 13), 10)
+    assert weights[0] == 1.0 and weights[11] == 0.0 and weights[12] == 0.0
+    assert np.all(np.diff(weights[:12]) < 0)
+    assert np.abs(np.diff(weights)).max() < 0.25  # no step takes more than a quarter of it

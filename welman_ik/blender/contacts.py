@@ -1,0 +1,102 @@
+"""Foot contacts of an armature's animation: sampled paths, the legs above them, and the
+plants ``core.contacts`` finds in them, as pins with frame ranges (Detect Contacts)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..core import anatomy, contacts
+from .evaluated import anchor_points
+
+HEEL, TOE = 0.0, 1.0  # a foot bone's head (the heel strikes) and tail (the ball pushes off)
+
+
+@dataclass(frozen=True)
+class Point:
+    """A point that may touch down: ``anchor`` along ``bone``; ``leg``: (thigh, shin), the
+    limb above it whose knee must stay bent (None: no such limb)."""
+
+    bone: str
+    anchor: float
+    leg: tuple[str, str] | None
+
+
+def leg_of(obj, name: str, roles: dict[str, str]) -> tuple[str, str] | None:
+    """(thigh, shin) above bone ``name``: by the roles of a recognised naming, else its
+    grandparent and parent; None when it has no grandparent."""
+    chain, bone = [], obj.pose.bones[name].parent
+    while bone is not None:
+        chain.append(bone.name)
+        bone = bone.parent
+    shin = next((b for b in chain if roles.get(b, "").startswith("shin")), None)
+    thigh = next((b for b in chain if roles.get(b, "").startswith("thigh")), None)
+    if shin is not None and thigh is not None and chain.index(thigh) == chain.index(shin) + 1:
+        return thigh, shin
+    return (chain[1], chain[0]) if len(chain) >= 2 else None
+
+
+def points_of(obj, bones, heel_toe: bool, anchor: float) -> list[Point]:
+    """The points of the selected ``bones`` that may plant: each bone's head and tail
+    (``heel_toe``), else its point at ``anchor``. A head that is a selected parent's
+    connected tail is that parent's toe already and is left out."""
+    names = [b.name for b in obj.data.bones]
+    parents = {b.name: (b.parent.name if b.parent else None) for b in obj.data.bones}
+    _, roles = anatomy.recognise(names, parents)
+    selected = {pb.name for pb in bones}
+    out = []
+    for pb in bones:
+        leg = leg_of(obj, pb.name, roles)
+        if not heel_toe:
+            out.append(Point(pb.name, anchor, leg))
+            continue
+        if not (pb.parent is not None and pb.parent.name in selected and pb.bone.use_connect):
+            out.append(Point(pb.name, HEEL, leg))
+        out.append(Point(pb.name, TOE, leg))
+    return out
+
+
+def sample(scene, obj, points: list[Point], frames) -> dict:
+    """World paths (frames, 3) of each point and of its leg's hip and knee joints."""
+    bones, anchors = [], []
+    for p in points:
+        bones.append(p.bone)
+        anchors.append(p.anchor)
+        if p.leg is not None:
+            bones += list(p.leg)
+            anchors += [0.0, 0.0]
+    keys = list(dict.fromkeys(zip(bones, anchors)))
+    paths = {key: np.empty((len(frames), 3)) for key in keys}
+    current = scene.frame_current
+    try:
+        for i, frame in enumerate(frames):
+            scene.frame_set(frame)
+            for key, position in zip(keys, anchor_points(obj, [k[0] for k in keys], [k[1] for k in keys])):
+                paths[key][i] = position
+    finally:
+        scene.frame_set(current)
+    return paths
+
+
+def plants(settings, points: list[Point], paths: dict) -> dict[Point, list[contacts.Plant]]:
+    """Each point's plants under the settings' thresholds; a bone's tail plants agree with
+    its head plants where both hold at once."""
+    found = {}
+    for p in points:
+        path = paths[(p.bone, p.anchor)]
+        ranges = contacts.planted_ranges(path, settings.contact_height, settings.contact_speed,
+                                         settings.contact_min_frames, drift=settings.contact_drift)
+        knee = {}
+        if p.leg is not None and settings.contact_knee_bend > 0.0:
+            hip, knee_joint = paths[(p.leg[0], 0.0)], paths[(p.leg[1], 0.0)]
+            knee = {"hips": hip, "upper": float(np.median(np.linalg.norm(knee_joint - hip, axis=1))),
+                    "lower": np.linalg.norm(path - knee_joint, axis=1), "bend": settings.contact_knee_bend}
+        found[p] = contacts.held(path, ranges, settings.contact_min_frames, **knee)
+    for p in points:
+        heel = next((q for q in points if q.bone == p.bone and q.anchor < p.anchor), None)
+        if heel is not None:
+            length = float(np.median(np.linalg.norm(paths[(p.bone, p.anchor)] - paths[(heel.bone, heel.anchor)],
+                                                    axis=1)))
+            found[p] = contacts.paired(found[heel], found[p], length, settings.contact_min_frames)
+    return found
