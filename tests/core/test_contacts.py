@@ -100,6 +100,10 @@ def test_toe_plants_agree_with_heel_plants():
     assert (paired.first, paired.last) == (10, 39)
     lone = [contacts.Plant(80, 90, np.array([1.0, 0.0, 0.0]))]
     assert contacts.paired(heel, lone, 0.2) == lone
+    # a toe that lands before its heel is held from the heel's first frame on
+    early = [contacts.Plant(36, 60, np.array([0.7, 0.0, 0.0]))]
+    (late,) = contacts.paired(heel, early, 0.2, min_frames=5)
+    assert (late.first, late.last) == (40, 60)
 
 
 def test_ease_is_one_at_the_plant_and_none_past_the_falloff():

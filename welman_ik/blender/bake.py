@@ -8,7 +8,6 @@ result into a copy of the action; the original is left as it was.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import time
 from dataclasses import dataclass
@@ -37,7 +36,6 @@ from .solve import (
 SUFFIX = ".welman_bake"
 CORRECTION_PASSES = 4  # re-solves of the frames the evaluated pose misses (constrained rigs)
 ACTIVE, RELEASED = -1, 1 << 30  # a joint's frames since its last goal: moving one now, long ago
-EASE_STEP = 0.05  # [rad] the most a joint may turn in a frame to ease a point onto or off a plant
 
 
 def pins_on(settings, frame: int) -> list:
@@ -214,9 +212,9 @@ class Baker:
         self.index = 0
         self._previous = None  # (model layout, animated q, solved q, release state) of the last frame
         self._range_weight_before = 1.0
+        self.solved: dict[int, tuple] = {}  # frame -> (layout, animated q, solved q, joints steering a goal)
         try:
             self.fixed_goals = self._fixed_goals()
-            self.eases = self._eases()
             self.open_ends = self._open_ends(frame_start, frame_end)
         except Exception:
             self.abort()
@@ -246,24 +244,6 @@ class Baker:
                 for i, pin in enumerate(self.settings.pins)
                 if not pin.follow and pin.enabled and pin.bone in self.names}
 
-    def _eases(self) -> dict[tuple[str, float], list[tuple[int, int, np.ndarray, np.ndarray]]]:
-        """Per held point (bone, anchor): (first frame, last frame, correction on the first,
-        correction on the last) of each fixed pin with a frame range. Around those frames the
-        point eases from its animation onto the pin and back, so nothing jumps at a plant's
-        ends."""
-        out: dict = {}
-        first, last = self.frames[0], self.frames[-1]
-        for i, target in self.fixed_goals.items():
-            pin = self.settings.pins[i]
-            if pin.frame_start == 0 and pin.frame_end == 0:
-                continue
-            corrections = []
-            for frame in (pin.frame_start, pin.frame_end):
-                model = self.pose(min(max(frame, first), last))
-                corrections.append(target - self._point(model, model.skeleton.forward(model.q0), pin.bone, pin.anchor))
-            out.setdefault((pin.bone, pin.anchor), []).append((pin.frame_start, pin.frame_end, *corrections))
-        return out
-
     def _open_ends(self, frame_start: int, frame_end: int) -> tuple[bool, bool]:
         """Whether the action goes on before and after the baked range (a bake in a longer
         action eases its corrections in and out inside the range, so its ends do not jump)."""
@@ -283,24 +263,53 @@ class Baker:
             weight *= 1.0 - float(ease(self.frames[-1] + 1 - frame, falloff))
         return weight
 
-    def ease_offsets(self, frame: int, held: set) -> list[tuple[str, float, np.ndarray]]:
-        """(bone, anchor, offset) of each point that is near a plant on ``frame`` and not held
-        by a pin now (``held``: the (bone, anchor) pins hold): the plant's correction [m],
-        easing off over ``motion_falloff`` frames before and after the plant."""
+    def ease_onto_plants(self) -> None:
+        """Before each fixed pin with a frame range (a plant) takes hold, its bone's chain eases
+        onto the correction the plant's first frame needed, over ``motion_falloff`` frames
+        (half a cosine), in joint space, as it eases off after the plant's end: the foot
+        comes down onto its held place instead of jumping there. Joints that move a goal in
+        force on a frame are left as solved there, so every pin holds as it did."""
         falloff = max(self.settings.motion_falloff, 0)
-        out = []
-        for (bone, anchor), plants in self.eases.items():
-            if (bone, anchor) in held:
+        if self.edit is not None or falloff == 0:
+            return
+        changed: dict[int, np.ndarray] = {}
+        for i in sorted(self.fixed_goals, key=lambda k: self.settings.pins[k].frame_start):
+            pin = self.settings.pins[i]
+            start = pin.frame_start
+            if (pin.frame_start == 0 and pin.frame_end == 0) or start not in self.solved or start == self.frames[0]:
                 continue
-            offset, total = np.zeros(3), 0.0
-            for start, end, before, after in plants:
-                if frame < start or frame > end:
-                    weight = float(ease(start - frame if frame < start else frame - end, falloff))
-                    offset += weight * (before if frame < start else after)
-                    total += weight
-            if total > 0.0:  # between two plants: from one's correction to the other's
-                out.append((bone, anchor, offset / max(total, 1.0)))
-        return out
+            layout, animated, solved, _ = self.solved[start]
+            joint = self.model.anchor_local(pin.bone, pin.anchor)[0] if self.model.layout == layout else None
+            if joint is None:
+                continue
+            chain = self.model.skeleton.ancestors[joint]
+            # After another plant of the bone, the ease spans the frames between the two.
+            ended = [p.frame_end for k, p in enumerate(self.settings.pins)
+                     if k in self.fixed_goals and p.bone == pin.bone and p.frame_start != 0 and p.frame_end < start]
+            window = min(falloff, start - max(ended) - 1) if ended else falloff
+            for frame in range(start - window, start):
+                if frame not in self.solved or self.solved[frame][0] != layout:
+                    continue
+                _, q0, q, steering = self.solved[frame]
+                q = changed.get(frame, q)
+                mask = chain & ~steering
+                weight = float(ease(start - frame, window))
+                changed[frame] = np.where(mask, q + weight * (q0 + (solved - animated) - q), q)
+        for frame, q in sorted(changed.items()):
+            model = self.pose(frame)
+            self.results[frame] = model.channels(q)
+
+    @staticmethod
+    def _steering(model: RigModel, points) -> np.ndarray:
+        """The joints that move any of ``points`` ((bone, anchor) pairs): a bone's own hinges
+        turn about its head, so they do not move a point held there."""
+        steering = np.zeros(model.skeleton.size, dtype=bool)
+        for bone, anchor in points:
+            moves = model.skeleton.ancestors[model.anchor_local(bone, anchor)[0]].copy()
+            if anchor == 0.0:
+                moves[list(model.bones[bone].hinges.values())] = False
+            steering |= moves
+        return steering
 
     @property
     def done(self) -> bool:
@@ -325,7 +334,6 @@ class Baker:
         # left), or with pins_first off, above them.
         pin_priority, edit_priority = (0, 1) if edit is None or self.settings.pins_first else (1, 0)
         share = self.range_weight(frame)
-        pinned: dict[str, list] = {}  # bone -> (anchor, target) of its pins now
         for pin, target in self.pin_targets(frame, model, animated):
             joint, local = model.anchor_local(pin.bone, pin.anchor)
             if share < 1.0:  # near an end of the range, where the action goes on: eased in or out
@@ -333,7 +341,6 @@ class Baker:
                 target = origin + share * (target - origin)
             goals.append(PositionGoal(joint, local, target, weight=pin.weight, priority=pin_priority))
             log.append((pin.bone, pin.anchor, target, pin.weight, pin_priority))
-            pinned.setdefault(pin.bone, []).append((pin.anchor, target))
         if edit is not None:
             joint, local = model.anchor_local(edit.bone, edit.anchor)
             target = self._point(model, animated, edit.bone, edit.anchor) + edit.weight(frame) * edit.displacement
@@ -341,25 +348,6 @@ class Baker:
             log.append((edit.bone, edit.anchor, target, 1.0, edit_priority))
         reported = len(goals)
         below = max((g.priority for g in goals), default=0) + 1
-        # Points easing onto or off a plant: below the pins (the solver's own goals, not
-        # reported).
-        held = {(bone, anchor) for bone, points in pinned.items() for anchor, _ in points}
-        for bone, anchor, offset in self.ease_offsets(frame, held):
-            target = self._point(model, animated, bone, anchor) + share * offset
-            if len(pinned.get(bone, ())) > 1:
-                continue  # two points of the bone held: the rest of it goes where they put it
-            if bone in pinned:  # the ease goes round the bone's held point, at its distance
-                ((other, centre),) = pinned[bone]
-                length = np.linalg.norm(self._point(model, animated, bone, anchor)
-                                        - self._point(model, animated, bone, other))
-                direction = target - centre
-                target = centre + length * direction / max(np.linalg.norm(direction), 1e-12)
-            pinned.setdefault(bone, []).append((anchor, target))
-            joint, local = model.anchor_local(bone, anchor)
-            goals.append(PositionGoal(joint, local, target, priority=below))
-        ease_priority = below
-        if any(g.priority == below for g in goals):
-            below += 1
         if self.root_motion == "FOLLOW" and goals:
             # The roots' animated path, as goals below everything else: left only where and
             # as far as a pin needs (the solver's own goals: not reported as pins).
@@ -398,16 +386,13 @@ class Baker:
                           damping=s.damping, reference=preferred_pose(s.reference, q_start),
                           reference_weight=s.reference_weight, ranges=model.ranges)
         result = SOLVERS[s.solver](problem, q_start)
-        easing = [i for i, g in enumerate(goals) if i >= reported and g.priority == ease_priority]
-        if easing and (np.abs(result.q - q_start).max(initial=0.0) > EASE_STEP
-                       or result.errors[easing].max() > s.tolerance):
-            # Easing onto a plant would swing a joint (a leg near straight) or cannot be done
-            # with the pins: not worth a jump.
-            problem = dataclasses.replace(problem, goals=[g for i, g in enumerate(goals) if i not in easing])
-            result = SOLVERS[s.solver](problem, q_start)
         if not np.all(np.isfinite(result.q)):
             raise RigError(f"The solver failed on frame {frame} (non-finite result)")
         self._previous = (model.layout, model.q0.copy(), result.q.copy(), held, age)
+        steered = [(bone, anchor) for bone, anchor, *_ in log]
+        if self.root_motion == "FOLLOW" and goals:
+            steered += [(name, anchor) for name in model.roots() for anchor in (0.0, 1.0)]
+        self.solved[frame] = (model.layout, model.q0.copy(), result.q.copy(), self._steering(model, steered))
         self.results[frame] = model.channels(result.q)
         self.bones.update(model.bones)
         if log:
@@ -432,6 +417,7 @@ class Baker:
                 baked = bpy.data.actions.new(obj.name + SUFFIX)
                 obj.animation_data.action_extrapolation = "NOTHING"
             keyframes.assign_action(obj, baked)
+        self.ease_onto_plants()
         _write_keys(obj, self.results)
         # Constraints, drivers or NLA: the model may not be the pose, so close the loop.
         self.verify(self.close_loop() if not self.sampler.direct else None)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-SPLIT_GAP = 3  # frames left between the pieces of a run split by the drift limit, for the ease
+SPLIT_GAP = 5  # frames left between the pieces of a run split by the drift limit, to ease across
 
 
 @dataclass(frozen=True)
@@ -112,7 +112,9 @@ def paired(heel: list[Plant], toe: list[Plant], length: float, min_frames: int =
     can be held at once: where a toe plant overlaps heel plants, its point is put at
     ``length`` [m] (the distance between the two points on the bone) from the point of the
     heel plant it overlaps most, along the line between them, and its frames that overlap
-    any other heel plant are left out (pieces shorter than ``min_frames`` are dropped)."""
+    any other heel plant are left out (pieces shorter than ``min_frames`` are dropped). A toe
+    plant that would start before its heel plant starts with it: the heel's correction could
+    not ease in under a planted toe (the foot would pivot about the toe in one frame)."""
     out = []
     for plant in toe:
         overlaps = [(min(plant.last, h.last) - max(plant.first, h.first), h) for h in heel]
@@ -124,6 +126,7 @@ def paired(heel: list[Plant], toe: list[Plant], length: float, min_frames: int =
         norm = float(np.linalg.norm(direction))
         point = partner.point + length * direction / norm if norm > 1e-9 else plant.point
         free = np.ones(plant.last - plant.first + 1, dtype=bool)
+        free[:max(partner.first - plant.first, 0)] = False
         for other in heel:
             if other is not partner:
                 free[max(other.first - plant.first, 0):max(other.last - plant.first + 1, 0)] = False
