@@ -8,6 +8,7 @@ result into a copy of the action; the original is left as it was.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from dataclasses import dataclass
@@ -299,6 +300,26 @@ class Baker:
             model = self.pose(frame)
             self.results[frame] = model.channels(q)
 
+    def _on_path(self, model: RigModel, problem: Problem, reported: int, q_start: np.ndarray):
+        """For the solvers without a null space (CCD, Jacobian transpose) under 'FOLLOW': the
+        frame solved with the roots exactly on their path, when that holds every pin (the
+        path as a goal only costs them iterations then); None when it does not."""
+        if self.root_motion != "FOLLOW" or not reported:
+            return None
+        roots = [j for name in model.roots() for j in (*model.bones[name].hinges.values(),
+                                                       *model.bones[name].slides.values())]
+        active = np.ones(model.skeleton.size, dtype=bool)
+        active[roots] = False
+        start = q_start.copy()
+        start[roots] = model.q0[roots]
+        fixed = dataclasses.replace(problem, goals=list(problem.goals[:reported]), active=active)
+        result = SOLVERS[self.settings.solver](fixed, start)
+        if not result.converged:
+            return None
+        errors = np.zeros(len(problem.goals))  # the path's goals are met exactly
+        errors[:reported] = result.errors
+        return dataclasses.replace(result, errors=errors)
+
     @staticmethod
     def _steering(model: RigModel, points) -> np.ndarray:
         """The joints that move any of ``points`` ((bone, anchor) pairs): a bone's own hinges
@@ -385,7 +406,9 @@ class Baker:
         problem = Problem(model.skeleton, goals, tolerance=s.tolerance, max_iterations=s.max_iterations,
                           damping=s.damping, reference=preferred_pose(s.reference, q_start),
                           reference_weight=s.reference_weight, ranges=model.ranges)
-        result = SOLVERS[s.solver](problem, q_start)
+        result = self._on_path(model, problem, reported, q_start) if s.solver != "SR_INVERSE" else None
+        if result is None:
+            result = SOLVERS[s.solver](problem, q_start)
         if not np.all(np.isfinite(result.q)):
             raise RigError(f"The solver failed on frame {frame} (non-finite result)")
         self._previous = (model.layout, model.q0.copy(), result.q.copy(), held, age)

@@ -30,6 +30,10 @@ from ..ranges import SphericalRanges
 from ..skeleton import cross
 from .preference import ReferencePull
 
+NEGLIGIBLE = 1e-4  # a hinge turn that gains less than this share of the tolerance squared is skipped
+NUDGE = 0.5  # [rad] the turn out of a stall
+AXIAL = 0.05  # a hinge whose points lie within this share of their distance from its axis does not turn
+
 
 def _pairs(problem: Problem, kin, weights):
     joints, points, targets, w = [], [], [], []
@@ -49,8 +53,9 @@ def weighted_cost(points: np.ndarray, targets: np.ndarray, w: np.ndarray) -> flo
 
 
 def _sweep(problem: Problem, q: np.ndarray, kin, weights: np.ndarray, order: np.ndarray, balls: list,
-           movable: np.ndarray) -> np.ndarray:
-    """One sweep from the leaves to the root; returns the new joint values. ``balls``: the
+           movable: np.ndarray) -> tuple[np.ndarray, list[int]]:
+    """One sweep from the leaves to the root; returns the new joint values and the hinges
+    that could not turn toward a goal they fall short of (no lever: a stall). ``balls``: the
     ranged ball joints (``_ranged_balls``); ``movable``: the problem's movable joints."""
     sk = problem.skeleton
     q = q.copy()
@@ -77,6 +82,10 @@ def _sweep(problem: Problem, q: np.ndarray, kin, weights: np.ndarray, order: np.
     # passed all three of their hinges, so that the joints above take up what the range
     # refuses in the same sweep.
     pending = 0
+    # The least improvement of the weighted squared error per unit weight a turn must make.
+    tolerance2 = problem.tolerance**2
+    negligible = NEGLIGIBLE * tolerance2
+    idle: list[int] = []
 
     def project_passed(upto: int) -> None:
         nonlocal pending, points
@@ -119,6 +128,15 @@ def _sweep(problem: Problem, q: np.ndarray, kin, weights: np.ndarray, order: np.
             k1 = float(ww @ (da * pa))
             k2 = float(ww @ np.einsum("ij,ij->i", d, p))
             k3 = float(a @ (ww @ cross(p, d)))
+            across = np.linalg.norm(p - np.outer(pa, a), axis=1) * np.linalg.norm(d - np.outer(da, a), axis=1)
+            if (math.hypot(k3, k2 - k1) - (k2 - k1) <= negligible * total
+                    or float(ww @ across) < AXIAL * float(ww @ (np.linalg.norm(p, axis=1) * np.linalg.norm(d, axis=1)))):
+                # No turn brings its points measurably closer, or they lie along its axis (a
+                # bone's head on its own hinges, a tail on its twist): the angle would be
+                # atan2 of round-off or a large turn for next to nothing (a foot flipped).
+                if np.any(np.sum((targets[goal_sel] - points[:k][goal_sel]) ** 2, axis=1) > tolerance2):
+                    idle.append(j)  # stuck short of a goal: the solve may nudge it
+                continue
             step = handedness[j] * math.atan2(k3, k2 - k1)
         step *= sk.mobility[j]
         new = min(max(q[j] + step, sk.lower[j]), sk.upper[j])
@@ -137,7 +155,7 @@ def _sweep(problem: Problem, q: np.ndarray, kin, weights: np.ndarray, order: np.
             else:
                 points[sel] = o + rotated
     project_passed(-1)
-    return q
+    return q, idle
 
 
 def _ranged_balls(problem: Problem, order: np.ndarray) -> list:
@@ -156,6 +174,20 @@ def _ranged_balls(problem: Problem, order: np.ndarray) -> list:
                               ranges.twist[b:b + 1], ranges.roll[b:b + 1])
         out.append((int(ranges.joints[b].min()), one))
     return sorted(out, key=lambda item: -item[0])
+
+
+def _cost(problem: Problem, q: np.ndarray, weights: np.ndarray) -> float:
+    _, points, targets, w = _pairs(problem, problem.skeleton.forward(q), weights)
+    return weighted_cost(points, targets, w)
+
+
+def _nudge(problem: Problem, q: np.ndarray, idle: list[int]) -> np.ndarray:
+    """Out of a stall: turn the hinges that had no lever on a goal they fall short of (a
+    chain folded onto its own joint, a straight chain pulled along itself) by ``NUDGE``,
+    once per solve, so that the sweeps can go on."""
+    nudged = q.copy()
+    nudged[np.unique(idle)] += NUDGE
+    return problem.constrain(nudged)
 
 
 def solve(problem: Problem, q0) -> SolveResult:
@@ -180,6 +212,8 @@ def solve(problem: Problem, q0) -> SolveResult:
     kin = sk.forward(q)
     pull = ReferencePull(problem, kin)
     keeper = FirstLevelKeeper(problem)
+    idle: list[int] = []
+    nudged = False
     for _ in range(problem.max_iterations):
         kin = sk.forward(q)
         errors = goal_errors(problem.goals, kin)
@@ -201,14 +235,25 @@ def solve(problem: Problem, q0) -> SolveResult:
                 # not a rigid world rotation and a sweep can overshoot: keep the better pose.
                 if cost > previous_cost:
                     q = previous_q
-                break
+                if nudged or not idle:
+                    break
+                unnudged, nudged, previous_cost = q, True, math.inf
+                q = _nudge(problem, q, idle)
+                continue
             previous_cost, previous_q = cost, q.copy()
         start = q
+        idle = []
         for i, phase in enumerate(phases):
-            q = _sweep(problem, q, kin if i == 0 else sk.forward(q), phase, order, balls, movable)
+            q, stuck = _sweep(problem, q, kin if i == 0 else sk.forward(q), phase, order, balls, movable)
+            idle += stuck
         sweeps += 1
         if np.abs(q - start).max(initial=0.0) < 1e-14:
-            break
+            if nudged or not idle:
+                break
+            unnudged, nudged = q, True
+            q = _nudge(problem, q, idle)
+    if nudged and _cost(problem, q, weights) > _cost(problem, unnudged, weights):
+        q = unnudged  # the nudge led nowhere better: no solve ends worse than its stall
     q, kin = pull.finish(q, sk.forward(q))
     q, kin = keeper.choose(q, kin, goal_errors(problem.goals, kin))
     return finish(problem, q, sweeps, history, kin)

@@ -40,6 +40,7 @@ from .preference import ReferencePull
 
 MAX_STEP = 0.5  # largest revolute step per iteration [rad]
 MAX_HALVINGS = 30
+MIN_LEVER = 1e-6  # [m] a joint whose effectors are all nearer its axis point than this does not move
 
 
 class _Descent:
@@ -64,7 +65,10 @@ class _Descent:
         arm2 = np.sum((kin.lever_points(joints, points) - kin.origins[None, :, :]) ** 2, axis=2)
         lever2 = np.where(sk.prismatic[None, :], np.sum(kin.world_axes**2, axis=1)[None, :], arm2)
         denominator = np.sum(w[:, None] * distal * lever2, axis=0)
-        gain = np.where(movable & (denominator > 0), sk.mobility / np.maximum(denominator, 1e-300), 0.0)
+        # A joint with no lever on its effectors (a bone's head on its own hinges) has a
+        # gradient of round-off: it stays (its gain would be that noise over nothing).
+        levered = denominator > MIN_LEVER**2 * np.sum(w[:, None] * distal, axis=0)
+        gain = np.where(movable & levered, sk.mobility / np.maximum(denominator, 1e-300), 0.0)
         direction = gain * gradient
         cost = self.cost(kin)
         for _h in range(MAX_HALVINGS):
