@@ -111,6 +111,7 @@ class Result:
 
     clip: str
     scale: float
+    solver: str = "SR_INVERSE"
     naming: str = ""
     feet: list[str] = field(default_factory=list)
     frames: int = 0
@@ -293,9 +294,9 @@ def our_bake(obj, frames: range) -> float:
 # -- one clip --------------------------------------------------------------------------
 
 
-def run_clip(path: Path, images: Path | None) -> Result:
-    """Import, detect, bake and measure one clip (see the module's docstring)."""
-    result = Result(path.name, SCALES.get(path.name, DEFAULT_SCALE))
+def run_clip(path: Path, images: Path | None, solver: str = "SR_INVERSE") -> Result:
+    """Import, detect, bake with ``solver`` and measure one clip (see the module's docstring)."""
+    result = Result(path.name, SCALES.get(path.name, DEFAULT_SCALE), solver)
     fresh_scene()
     obj = import_clip(path, result.scale)
     scene = bpy.context.scene
@@ -309,6 +310,7 @@ def run_clip(path: Path, images: Path | None) -> Result:
         raise RuntimeError(f"expected two feet (foot.L, foot.R), found {result.feet}")
 
     select_only(obj, result.feet)
+    obj.welman_ik.solver = solver
     if bpy.ops.welman_ik.detect_contacts() != {"FINISHED"}:
         raise RuntimeError("welman_ik.detect_contacts did not finish")
     plants = plants_of(obj, scene.frame_start)
@@ -416,16 +418,16 @@ def plot(result: Result, plants: list[Plant], points, column, frames: range, bef
 
 
 def markdown(results: list[Result]) -> str:
-    head = ("| clip | frames | fps | contacts | slide before [mm] | slide after [mm] | hips max [mm] "
+    head = ("| clip | solver | frames | fps | contacts | slide before [mm] | slide after [mm] | hips max [mm] "
             "| hips on path [%] | max pin err [mm] | step after / source [mm] | bake [s] | baked frames/s "
             "| time / nla.bake |")
     lines = [head, "|" + "---|" * head.count(" | ") + "---|"]
     for r in results:
         if r.error:
-            lines.append(f"| {r.clip} | {r.frames} | {r.fps:.0f} | {r.contacts} | failed: {r.error} |"
+            lines.append(f"| {r.clip} | {r.solver} | {r.frames} | {r.fps:.0f} | {r.contacts} | failed: {r.error} |"
                          + " |" * 8)
             continue
-        lines.append(f"| {r.clip} | {r.frames} | {r.fps:.0f} | {r.contacts} | {r.slide_before_mm:.1f} "
+        lines.append(f"| {r.clip} | {r.solver} | {r.frames} | {r.fps:.0f} | {r.contacts} | {r.slide_before_mm:.1f} "
                      f"| {r.slide_after_mm:.3f} | {r.hips_max_mm:.2f} | {r.hips_on_path_share * 100:.1f} "
                      f"| {r.max_pin_error_mm:.4f} | {r.step_after_mm:.1f} / {r.step_source_mm:.1f} "
                      f"| {r.bake_seconds:.2f} | {r.baked_fps:.0f} | {r.ratio:.2f} |")
@@ -450,6 +452,9 @@ def main(argv=None) -> int:
     parser.add_argument("--output", type=Path, default=Path("out"), help="folder for bench_cleanup.json")
     parser.add_argument("--images", type=Path, default=Path("docs/images"), help="folder for the plots")
     parser.add_argument("--no-plots", action="store_true", help="skip the plots")
+    parser.add_argument("--solvers", nargs="+", default=["SR_INVERSE"], metavar="SOLVER",
+                        choices=["SR_INVERSE", "CCD", "JACOBIAN_TRANSPOSE"],
+                        help="bake each clip with each of these (the plots: the first one's)")
     args = parser.parse_args(argv)
     began = time.perf_counter()
 
@@ -459,13 +464,14 @@ def main(argv=None) -> int:
         parser.error(f"no such clip in {FIXTURES}: {', '.join(missing)}")
     results = []
     for path in paths:
-        try:
-            results.append(run_clip(path, None if args.no_plots else args.images))
-        except Exception as error:  # noqa: BLE001 - one clip's failure is reported, the others still run
-            results.append(Result(path.name, SCALES.get(path.name, DEFAULT_SCALE), error=f"{type(error).__name__}: "
-                                                                                       f"{error}"))
-            print(f"{path.name}: FAILED: {results[-1].error}")
-        print()
+        for k, solver in enumerate(args.solvers):
+            try:
+                results.append(run_clip(path, None if args.no_plots or k else args.images, solver))
+            except Exception as error:  # noqa: BLE001 - one clip's failure is reported, the others still run
+                results.append(Result(path.name, SCALES.get(path.name, DEFAULT_SCALE), solver,
+                                      error=f"{type(error).__name__}: {error}"))
+                print(f"{path.name} ({solver}): FAILED: {results[-1].error}")
+            print()
 
     print(markdown(results))
     print()
