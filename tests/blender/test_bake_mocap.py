@@ -132,3 +132,36 @@ def test_at_the_defaults_the_hips_follow_their_path(baked_at_defaults):
     print("ankle drift per plant, before -> after (mm): "
           + ", ".join(f"{bone} {1000 * was:.2f} -> {1000 * now:.3f}" for bone, was, now in drifts))
     assert all(now < 1e-3 for *_, now in drifts)
+
+
+def test_the_hips_leave_and_rejoin_their_path_smoothly():
+    """A pin 8 cm below where the left ankle stands, on frames 20-40, needs the hips lower
+    ('FOLLOW'): they ease down before the pin takes hold, stay within 2 cm of their path,
+    come back onto it afterwards, and never move more than 4 mm a frame relative to it."""
+    scenes.empty_scene()
+    obj = import_clip("mocapbank_clip.bvh", whole=True)
+    scene = bpy.context.scene
+    scene.frame_start, scene.frame_end = 1, 80
+    hips = {}
+    for f in range(1, 81):
+        scene.frame_set(f)
+        hips[f] = world_point(obj, "Hips", 0.0)
+    scene.frame_set(20)
+    scenes.select(obj, ["LeftAnkle"])
+    assert bpy.ops.welman_ik.pin(anchor=0.0) == {"FINISHED"}
+    pin = obj.welman_ik.pins[0]
+    pin.frame_start, pin.frame_end = 20, 40
+    pin.location = world_point(obj, "LeftAnkle", 0.0) - np.array([0.0, 0.0, 0.08])
+    assert bpy.ops.welman_ik.bake(frame_start=1, frame_end=80) == {"FINISHED"}
+    off = np.empty((80, 3))
+    for f in range(1, 81):
+        scene.frame_set(f)
+        off[f - 1] = world_point(obj, "Hips", 0.0) - hips[f]
+    distance = np.linalg.norm(off, axis=1)
+    steps = np.linalg.norm(np.diff(off, axis=0), axis=1)
+    print(f"\nhips: at most {1000 * distance.max():.2f} mm off their path, {1000 * steps.max():.2f} mm a frame")
+    assert obj.welman_ik.last_solve.max_pin_error <= 1e-4
+    assert distance[19:40].min() > 0.002  # the pin needed them lower
+    assert distance.max() <= 0.02
+    assert np.all(distance[60:] < 1e-6)  # back on the path
+    assert steps.max() <= 0.004

@@ -36,6 +36,7 @@ from .solve import (
 
 SUFFIX = ".welman_bake"
 CORRECTION_PASSES = 4  # re-solves of the frames the evaluated pose misses (constrained rigs)
+ROOT_RETURN = 0.002  # share of the rig's size the hips may move back toward their path per frame ('FOLLOW')
 ACTIVE, RELEASED = -1, 1 << 30  # a joint's frames since its last goal: moving one now, long ago
 
 
@@ -213,6 +214,7 @@ class Baker:
         self.index = 0
         self._previous = None  # (model layout, animated q, solved q, release state) of the last frame
         self._range_weight_before = 1.0
+        self._root_off: dict[tuple[str, float], np.ndarray] = {}  # how far the last frame left the roots' path
         self.solved: dict[int, tuple] = {}  # frame -> (layout, animated q, solved q, joints steering a goal)
         try:
             self.fixed_goals = self._fixed_goals()
@@ -372,10 +374,16 @@ class Baker:
         if self.root_motion == "FOLLOW" and goals:
             # The roots' animated path, as goals below everything else: left only where and
             # as far as a pin needs (the solver's own goals: not reported as pins).
+            # Where the last frame left the path, the way back is at most ``ROOT_RETURN`` of
+            # the rig's size per frame: the hips glide back instead of snapping.
+            step = ROOT_RETURN * animated.size_scale()
             for name in model.roots():  # head and tail: the path and the way the root points
                 for anchor in (0.0, 1.0):
                     joint, local = model.anchor_local(name, anchor)
-                    goals.append(PositionGoal(joint, local, self._point(model, animated, name, anchor),
+                    off = self._root_off.get((name, anchor), np.zeros(3))
+                    distance = float(np.linalg.norm(off))
+                    off = off * max(0.0, 1.0 - step / distance) if distance > 0.0 else off
+                    goals.append(PositionGoal(joint, local, self._point(model, animated, name, anchor) + share * off,
                                               priority=below))
         # Continuity: each joint that moves a goal starts from the last frame's solution
         # moved by the animation's own change (the last frame's correction carried over).
@@ -415,6 +423,10 @@ class Baker:
         steered = [(bone, anchor) for bone, anchor, *_ in log]
         if self.root_motion == "FOLLOW" and goals:
             steered += [(name, anchor) for name in model.roots() for anchor in (0.0, 1.0)]
+        solved_kin = model.skeleton.forward(result.q)
+        self._root_off = {(name, anchor): self._point(model, solved_kin, name, anchor)
+                          - self._point(model, animated, name, anchor)
+                          for name in model.roots() for anchor in (0.0, 1.0)} if self.root_motion == "FOLLOW" else {}
         self.solved[frame] = (model.layout, model.q0.copy(), result.q.copy(), self._steering(model, steered))
         self.results[frame] = model.channels(result.q)
         self.bones.update(model.bones)

@@ -79,13 +79,18 @@ def sample(scene, obj, points: list[Point], frames) -> dict:
     return paths
 
 
-def plants(settings, points: list[Point], paths: dict) -> dict[Point, list[contacts.Plant]]:
-    """Each point's plants under the settings' thresholds; a bone's tail plants agree with
-    its head plants where both hold at once."""
+SPEED_FPS = 30.0  # ``contact_speed`` is a distance per frame at this frame rate
+
+
+def plants(settings, points: list[Point], paths: dict, fps: float = SPEED_FPS) -> dict[Point, list[contacts.Plant]]:
+    """Each point's plants under the settings' thresholds, sampled at ``fps`` (the speed
+    threshold scales with it: a 120 fps clip moves a quarter as far per frame); a bone's
+    tail plants agree with its head plants where both hold at once."""
     found = {}
+    speed = settings.contact_speed * SPEED_FPS / max(fps, 1e-6)
     for p in points:
         path = paths[(p.bone, p.anchor)]
-        ranges = contacts.planted_ranges(path, settings.contact_height, settings.contact_speed,
+        ranges = contacts.planted_ranges(path, settings.contact_height, speed,
                                          settings.contact_min_frames, drift=settings.contact_drift)
         knee = {}
         if p.leg is not None and settings.contact_knee_bend > 0.0:

@@ -437,7 +437,7 @@ is near its lowest height, slow and still, held at its average place there"""
         frames = list(range(scene.frame_start, scene.frame_end + 1))
         points = foot_contacts.points_of(obj, bones, heel_toe, self.anchor)
         paths = foot_contacts.sample(scene, obj, points, frames)
-        found = foot_contacts.plants(settings, points, paths)
+        found = foot_contacts.plants(settings, points, paths, scene.render.fps / scene.render.fps_base)
         count = 0
         for point, plants in found.items():
             for plant in plants:

@@ -184,7 +184,8 @@ class WELMAN_IK_Settings(bpy.types.PropertyGroup):
     )
     contact_speed: FloatProperty(
         name="Contact Speed", min=0.0, default=0.005, unit="LENGTH", precision=4, override=OVERRIDABLE,
-        description="Detect Contacts: a planted bone moves at most this far per frame",
+        description="Detect Contacts: a planted point moves at most this far per frame at 30 fps (scaled to the "
+                    "scene's frame rate: a quarter of it at 120 fps)",
     )
     contact_min_frames: IntProperty(
         name="Contact Frames", min=1, default=5, override=OVERRIDABLE,
