@@ -158,24 +158,25 @@ def largest_turns(quaternions: np.ndarray) -> np.ndarray:
 
 @pytest.mark.parametrize("solver", ["CCD", "JACOBIAN_TRANSPOSE"])
 def test_ccd_and_jacobian_transpose_hold_plants_without_flips(solver):
-    """The other solvers on the first 120 frames of the walk at the defaults: every plant
+    """The other solvers on the first 80 frames of the walk at the defaults: every plant
     within 2 mm, and no bone turns between two frames by more than 10 degrees beyond its
     largest turn in the source (a pinned foot no longer flips about its held point)."""
     scenes.empty_scene()
     obj = import_clip("pymo_walk.bvh", whole=True)
     obj.welman_ik.solver = solver
     scene = bpy.context.scene
-    scene.frame_start, scene.frame_end = 1, 120
+    scene.frame_start, scene.frame_end = 1, 80
     scenes.select(obj, feet(obj))
     assert bpy.ops.welman_ik.detect_contacts() == {"FINISHED"}
-    frames = list(range(1, 121))
+    assert len(obj.welman_ik.pins) >= 3
+    frames = list(range(1, 81))
     turns_before = largest_turns(rotations(obj, frames))
-    assert bpy.ops.welman_ik.bake(frame_start=1, frame_end=120) == {"FINISHED"}
+    assert bpy.ops.welman_ik.bake(frame_start=1, frame_end=80) == {"FINISHED"}
     after = sample(obj, frames)
     index = {pb.name: j for j, pb in enumerate(obj.pose.bones)}
     worst = 0.0
     for pin in obj.welman_ik.pins:
-        last = min(pin.frame_end, 120 - obj.welman_ik.motion_falloff)  # the clip goes on: eased out
+        last = min(pin.frame_end, 80 - obj.welman_ik.motion_falloff)  # the clip goes on: eased out
         span = slice(pin.frame_start - 1, last)
         worst = max(worst, float(np.linalg.norm(_point(after, index, pin)[span] - np.array(pin.location),
                                                 axis=1).max(initial=0.0)))
