@@ -9,7 +9,7 @@ import numpy as np
 
 from welman_ik.core import Problem, Skeleton
 from welman_ik.core.skeleton import axis_angle_matrices
-from welman_ik.core.solvers.ccd import _pairs, weighted_cost
+from welman_ik.core.solvers.ccd import goal_cost
 
 
 def translation(v) -> np.ndarray:
@@ -105,9 +105,7 @@ def affine_base(rng: np.random.Generator) -> np.ndarray:
 def weighted_error(problem: Problem, q: np.ndarray) -> float:
     """The weighted squared error the CCD and Jacobian-transpose solvers descend (for goals
     of one priority level): sum over goals of weight times squared distance."""
-    kin = problem.skeleton.forward(q)
-    _, points, targets, w = _pairs(problem, kin, np.array([g.weight for g in problem.goals]))
-    return weighted_cost(points, targets, w)
+    return goal_cost(problem, problem.skeleton.forward(q), np.array([g.weight for g in problem.goals]))
 
 
 def tip_position(skeleton: Skeleton, q: np.ndarray, joint: int, local) -> np.ndarray:

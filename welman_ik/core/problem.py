@@ -142,8 +142,7 @@ def stacked(goals: Sequence[Goal], kin: Kinematics, weights: np.ndarray) -> tupl
     rows_e, rows_j = [], []
     for kind, members in by_kind(goals).items():
         e, j = kind.stack([goals[i] for i in members], kin)
-        per_goal = len(e) // len(members)
-        scale = np.repeat(np.sqrt(np.asarray(weights, dtype=float)[members]), per_goal)
+        scale = np.repeat(np.sqrt(np.asarray(weights, dtype=float)[members]), [goals[i].rows for i in members])
         rows_e.append(e * scale)
         rows_j.append(j * scale[:, None])
     return np.concatenate(rows_e), np.vstack(rows_j)

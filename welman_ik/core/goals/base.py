@@ -24,6 +24,8 @@ class Goal(ABC):
         self.weight = float(weight)
         self.priority = int(priority)
 
+    rows = 3  # residual rows of one goal
+
     @abstractmethod
     def residual(self, kin: Kinematics) -> np.ndarray:
         """Error vector e(q), shape (r,) [m]."""
@@ -53,3 +55,10 @@ class Goal(ABC):
     def point_pairs(self, kin: Kinematics) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """For CCD: ``(joints (k,), points (k, 3), targets (k, 3))``, world points riding on
         ``joints`` that should coincide with ``targets`` (Welman 1993, section 5.4)."""
+
+    def direction_pairs(self, kin: Kinematics) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """For CCD: ``(joints (k,), directions (k, 3), targets (k, 3), lengths (k,))``, unit
+        world directions turning with ``joints`` that should point along the unit
+        ``targets``, each weighed as a point at its length would be (Welman 1993, section
+        5.4: orientation). None by default."""
+        return np.zeros(0, dtype=np.intp), np.zeros((0, 3)), np.zeros((0, 3)), np.zeros(0)

@@ -48,8 +48,33 @@ def _pairs(problem: Problem, kin, weights):
     return np.concatenate(joints), np.vstack(points), np.vstack(targets), np.concatenate(w)
 
 
+def _directions(problem: Problem, kin, weights):
+    """Direction pairs of the goals that hold a frame's axes (``Goal.direction_pairs``):
+    joints (k,), unit directions now (k, 3), target directions (k, 3), and weights (k,)
+    times each pair's length squared, so that they weigh as points at that length would."""
+    joints, units, targets, w = [], [], [], []
+    for goal, weight in zip(problem.goals, weights):
+        j, u, t, length = goal.direction_pairs(kin)
+        if len(j):
+            joints.append(j)
+            units.append(u)
+            targets.append(t)
+            w.append(weight * np.asarray(length, dtype=float) ** 2)
+    if not joints:
+        return np.zeros(0, dtype=np.intp), np.zeros((0, 3)), np.zeros((0, 3)), np.zeros(0)
+    return np.concatenate(joints), np.vstack(units), np.vstack(targets), np.concatenate(w)
+
+
 def weighted_cost(points: np.ndarray, targets: np.ndarray, w: np.ndarray) -> float:
     return float(np.sum(w * np.sum((targets - points) ** 2, axis=1)))
+
+
+def goal_cost(problem: Problem, kin, weights: np.ndarray) -> float:
+    """What a sweep minimises: the weighted squared distances of the point pairs and of the
+    direction pairs (at their lengths)."""
+    _, points, targets, w = _pairs(problem, kin, weights)
+    _, units, d_targets, d_w = _directions(problem, kin, weights)
+    return weighted_cost(points, targets, w) + weighted_cost(units, d_targets, d_w)
 
 
 def _sweep(problem: Problem, q: np.ndarray, kin, weights: np.ndarray, order: np.ndarray, balls: list,
@@ -61,6 +86,10 @@ def _sweep(problem: Problem, q: np.ndarray, kin, weights: np.ndarray, order: np.
     q = q.copy()
     joints, points, targets, w = _pairs(problem, kin, weights)
     k = len(joints)
+    # Directions (held axes) turn with a hinge above them unless a joint that does not
+    # inherit its parent's rotation lies between (Welman 1993, section 5.4: orientation).
+    d_joints, units, d_targets, d_w = _directions(problem, kin, weights)
+    turns = sk.ancestors[d_joints] & (sk.lever[d_joints] < 0)  # (k_d, n)
     # Riders: the effector points, then the heads of the non-inheriting joints (points on
     # their parents). A hinge moves rider r through source[r, j]: r itself, or the head of
     # the first non-inheriting joint below the hinge (below it only translation passes).
@@ -88,7 +117,7 @@ def _sweep(problem: Problem, q: np.ndarray, kin, weights: np.ndarray, order: np.
     idle: list[int] = []
 
     def project_passed(upto: int) -> None:
-        nonlocal pending, points
+        nonlocal pending, points, units
         moved = False
         while pending < len(balls) and balls[pending][0] > upto:
             ranges = balls[pending][1]
@@ -101,14 +130,17 @@ def _sweep(problem: Problem, q: np.ndarray, kin, weights: np.ndarray, order: np.
             now = sk.forward(q)
             _, fresh, _, _ = _pairs(problem, now, weights)
             points = np.vstack([fresh, now.heads[detached]]) if levered else fresh
+            units[:] = _directions(problem, now, weights)[1]
 
     for j in order:
         project_passed(j)
         sel = distal[:, j]
         goal_sel = sel[:k]
         ww = w[goal_sel]
-        total = float(ww.sum())
-        if not goal_sel.any() or total <= 0.0:
+        d_sel = turns[:, j] if not sk.prismatic[j] else np.zeros(len(d_joints), dtype=bool)
+        dw = d_w[d_sel]
+        total = float(ww.sum()) + float(dw.sum())
+        if (not goal_sel.any() and not d_sel.any()) or total <= 0.0:
             continue
         o = origins[j]
         if levered:  # p = x + (p - x) with p - x fixed: aim x at target - (p - x)
@@ -121,20 +153,31 @@ def _sweep(problem: Problem, q: np.ndarray, kin, weights: np.ndarray, order: np.
             d = targets[sel] - o
         if sk.prismatic[j]:
             v = world_axes[j]
-            step = float(ww @ ((d - p) @ v)) / (total * float(v @ v))
+            step = float(ww @ ((d - p) @ v)) / (total * float(v @ v)) if ww.size else 0.0
         else:
             a = world_axes[j] / np.linalg.norm(world_axes[j])
             pa, da = p @ a, d @ a
             k1 = float(ww @ (da * pa))
             k2 = float(ww @ np.einsum("ij,ij->i", d, p))
             k3 = float(a @ (ww @ cross(p, d)))
-            across = np.linalg.norm(p - np.outer(pa, a), axis=1) * np.linalg.norm(d - np.outer(da, a), axis=1)
-            if (math.hypot(k3, k2 - k1) - (k2 - k1) <= negligible * total
-                    or float(ww @ across) < AXIAL * float(ww @ (np.linalg.norm(p, axis=1) * np.linalg.norm(d, axis=1)))):
+            across = float(ww @ (np.linalg.norm(p - np.outer(pa, a), axis=1) * np.linalg.norm(d - np.outer(da, a), axis=1)))
+            spread = float(ww @ (np.linalg.norm(p, axis=1) * np.linalg.norm(d, axis=1)))
+            if d_sel.any():  # held axes: the same sums over unit directions
+                u, t = units[d_sel], d_targets[d_sel]
+                ua, ta = u @ a, t @ a
+                k1 += float(dw @ (ta * ua))
+                k2 += float(dw @ np.einsum("ij,ij->i", t, u))
+                k3 += float(a @ (dw @ cross(u, t)))
+                across += float(dw @ (np.linalg.norm(u - np.outer(ua, a), axis=1)
+                                      * np.linalg.norm(t - np.outer(ta, a), axis=1)))
+                spread += float(dw.sum())
+            if math.hypot(k3, k2 - k1) - (k2 - k1) <= negligible * total or across < AXIAL * spread:
                 # No turn brings its points measurably closer, or they lie along its axis (a
                 # bone's head on its own hinges, a tail on its twist): the angle would be
                 # atan2 of round-off or a large turn for next to nothing (a foot flipped).
-                if np.any(np.sum((targets[goal_sel] - points[:k][goal_sel]) ** 2, axis=1) > tolerance2):
+                if (np.any(np.sum((targets[goal_sel] - points[:k][goal_sel]) ** 2, axis=1) > tolerance2)
+                        or np.any(d_w[d_sel] * np.sum((d_targets[d_sel] - units[d_sel]) ** 2, axis=1)
+                                  > tolerance2 * (d_w[d_sel] > 0))):
                     idle.append(j)  # stuck short of a goal: the solve may nudge it
                 continue
             step = handedness[j] * math.atan2(k3, k2 - k1)
@@ -154,6 +197,9 @@ def _sweep(problem: Problem, q: np.ndarray, kin, weights: np.ndarray, order: np.
                 points[sel] += rotated - r
             else:
                 points[sel] = o + rotated
+            if d_sel.any():
+                u = units[d_sel]
+                units[d_sel] = u * c + cross(a, u) * s + a * (u @ a)[:, None] * (1.0 - c)
     project_passed(-1)
     return q, idle
 
@@ -177,8 +223,7 @@ def _ranged_balls(problem: Problem, order: np.ndarray) -> list:
 
 
 def _cost(problem: Problem, q: np.ndarray, weights: np.ndarray) -> float:
-    _, points, targets, w = _pairs(problem, problem.skeleton.forward(q), weights)
-    return weighted_cost(points, targets, w)
+    return goal_cost(problem, problem.skeleton.forward(q), weights)
 
 
 def _nudge(problem: Problem, q: np.ndarray, idle: list[int]) -> np.ndarray:
@@ -228,8 +273,7 @@ def solve(problem: Problem, q0) -> SolveResult:
         if time.perf_counter() > deadline:
             break
         if len(phases) == 1:
-            _, points, targets, w = _pairs(problem, kin, weights)
-            cost = weighted_cost(points, targets, w)
+            cost = goal_cost(problem, kin, weights)
             if cost >= previous_cost * (1.0 - 1e-12):
                 # A fixed point. Under a sheared or non-uniformly scaled frame a hinge is
                 # not a rigid world rotation and a sweep can overshoot: keep the better pose.

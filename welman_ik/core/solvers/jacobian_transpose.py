@@ -35,7 +35,7 @@ from ..problem import (
     level_weights,
     stacked,
 )
-from .ccd import _pairs, weighted_cost
+from .ccd import _directions, _pairs
 from .preference import ReferencePull
 
 MAX_STEP = 0.5  # largest revolute step per iteration [rad]
@@ -52,8 +52,8 @@ class _Descent:
         self.alpha = 1.0
 
     def cost(self, kin) -> float:
-        _, points, targets, w = _pairs(self.problem, kin, self.weights)
-        return weighted_cost(points, targets, w)
+        e, _ = stacked(self.problem.goals, kin, self.weights)
+        return float(e @ e)
 
     def step(self, q: np.ndarray, kin, movable: np.ndarray):
         """One accepted step from q: (new q, its kinematics), or None if none helps."""
@@ -65,6 +65,9 @@ class _Descent:
         arm2 = np.sum((kin.lever_points(joints, points) - kin.origins[None, :, :]) ** 2, axis=2)
         lever2 = np.where(sk.prismatic[None, :], np.sum(kin.world_axes**2, axis=1)[None, :], arm2)
         denominator = np.sum(w[:, None] * distal * lever2, axis=0)
+        d_joints, _, _, d_w = _directions(self.problem, kin, self.weights)
+        if d_joints.size:  # a held axis turns with a joint at its length: lever^2 = length^2
+            denominator += np.sum(d_w[:, None] * (sk.ancestors[d_joints] & (sk.lever[d_joints] < 0)), axis=0)
         # A joint with no lever on its effectors (a bone's head on its own hinges) has a
         # gradient of round-off: it stays (its gain would be that noise over nothing).
         levered = denominator > MIN_LEVER**2 * np.sum(w[:, None] * distal, axis=0)

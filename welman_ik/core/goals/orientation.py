@@ -1,0 +1,82 @@
+"""Orientation goal: some or all of a bone's own axes should point along world directions.
+
+Welman (1993, section 5.4) and Zhao & Badler (1989) hold an orientation through points
+that ride on the frame: a point at ``length`` along each held axis. Here each held axis k
+gives three rows, its world direction against the target's, scaled to that length:
+
+    v_k = p(length a_k) - p(0),  u_k = v_k / |v_k|,
+    e_k = length (t_k - u_k),    J_k = length (I - u_k u_k^T) (dp(length a_k) - dp(0)) / |v_k|
+
+where p(x) is the frame's point at local x (``Kinematics.points``), a_k the local unit axis
+and t_k the target's unit direction. The rows are in metres (the angle between the axes
+times ``length``, for small angles), so orientation and position goals weigh against each
+other in one unit, and the Jacobian is that of two points: joints that do not pass their
+rotation on, sheared or scaled frames, all as for a position goal. Holding one axis
+(``axes`` = Y only: a bone's direction) leaves the twist about it free; two or three hold
+the whole orientation.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..skeleton import Kinematics
+from .base import Goal
+
+AXES = np.eye(3)
+
+
+class OrientationGoal(Goal):
+    """The frame of ``joint`` should have the world rotation ``target`` (3x3, columns the
+    target's X, Y, Z directions) along its axes where ``axes`` (3 bools) is True.
+    ``length`` [m]: how far out the held axes are measured (a bone's length is natural)."""
+
+    def __init__(self, joint: int, target, axes=(True, True, True), length: float = 1.0,
+                 weight: float = 1.0, priority: int = 0):
+        super().__init__(weight, priority)
+        target = np.asarray(target, dtype=float).reshape(3, 3)
+        held = np.flatnonzero(np.asarray(axes, dtype=bool))
+        if not np.all(np.isfinite(target)) or not held.size:
+            raise ValueError("orientation goal needs a finite target and at least one held axis")
+        if not (np.isfinite(length) and length > 0.0):
+            raise ValueError(f"orientation goal needs a length > 0, got {length}")
+        directions = target[:, held].T  # (k, 3)
+        norms = np.linalg.norm(directions, axis=1)
+        if np.any(norms < 1e-9):
+            raise ValueError("orientation goal's target has a zero axis")
+        self.joint = np.array([int(joint)])
+        self.held = held
+        self.length = float(length)
+        self.target = directions / norms[:, None]  # (k, 3) unit directions
+        self.local = np.vstack([np.zeros((1, 3)), self.length * AXES[held]])  # the origin, then each axis's point
+        self.rows = 3 * len(held)
+
+    def _axes(self, kin: Kinematics) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """World points (k + 1, 3): the frame's origin, then each held axis's point; the axes'
+        world vectors v (k, 3) and their lengths (k,)."""
+        points = kin.points(np.repeat(self.joint, len(self.local)), self.local)
+        vectors = points[1:] - points[0]
+        return points, vectors, np.linalg.norm(vectors, axis=1)
+
+    def residual(self, kin: Kinematics) -> np.ndarray:
+        _, vectors, lengths = self._axes(kin)
+        return (self.length * (self.target - vectors / lengths[:, None])).reshape(-1)
+
+    def jacobian(self, kin: Kinematics) -> np.ndarray:
+        points, vectors, lengths = self._axes(kin)
+        columns = kin.point_jacobian(np.repeat(self.joint, len(points)), points)  # (k + 1, 3, n)
+        units = vectors / lengths[:, None]
+        project = np.eye(3)[None] - units[:, :, None] * units[:, None, :]  # (k, 3, 3)
+        moved = columns[1:] - columns[0][None]
+        return (self.length * np.einsum("kij,kjn->kin", project, moved) / lengths[:, None, None]).reshape(self.rows, -1)
+
+    def point_pairs(self, kin: Kinematics):
+        """The frame's origin, where it is: no pull on it (CCD holds the axes through
+        ``direction_pairs``), but a point for the solvers' sense of the goal's place."""
+        origin = kin.points(self.joint, np.zeros((1, 3)))
+        return self.joint, origin, origin.copy()
+
+    def direction_pairs(self, kin: Kinematics):
+        _, vectors, lengths = self._axes(kin)
+        return (np.repeat(self.joint, len(self.held)), vectors / lengths[:, None], self.target,
+                np.full(len(self.held), self.length))
