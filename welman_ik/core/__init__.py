@@ -5,9 +5,10 @@ rows; limits: joint bounds; solvers: CCD, Jacobian transpose, SR inverse with ta
 priority, all ``solve(problem, q0) -> SolveResult``.
 """
 
-from .goals import Goal, OrientationGoal, PositionGoal
+from .goals import Goal, LineGoal, OrientationGoal, PlaneGoal, PositionGoal
 from .problem import Problem, SolveResult
 from .skeleton import Kinematics, Skeleton
 from .solvers import SOLVERS
 
-__all__ = ["SOLVERS", "Goal", "Kinematics", "OrientationGoal", "PositionGoal", "Problem", "Skeleton", "SolveResult"]
+__all__ = ["SOLVERS", "Goal", "Kinematics", "LineGoal", "OrientationGoal", "PlaneGoal", "PositionGoal", "Problem",
+           "Skeleton", "SolveResult"]

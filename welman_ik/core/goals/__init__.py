@@ -1,7 +1,8 @@
 """Goal kinds: each gives residual rows and Jacobian rows through :class:`Goal`."""
 
 from .base import Goal
+from .line import LineGoal, PlaneGoal
 from .orientation import OrientationGoal
 from .position import PositionGoal
 
-__all__ = ["Goal", "OrientationGoal", "PositionGoal"]
+__all__ = ["Goal", "LineGoal", "OrientationGoal", "PlaneGoal", "PositionGoal"]
