@@ -5,10 +5,10 @@ rows; limits: joint bounds; solvers: CCD, Jacobian transpose, SR inverse with ta
 priority, all ``solve(problem, q0) -> SolveResult``.
 """
 
-from .goals import Goal, LineGoal, OrientationGoal, PlaneGoal, PositionGoal
+from .goals import AimGoal, Goal, LineGoal, OrientationGoal, PlaneGoal, PositionGoal
 from .problem import Problem, SolveResult
 from .skeleton import Kinematics, Skeleton
 from .solvers import SOLVERS
 
-__all__ = ["SOLVERS", "Goal", "Kinematics", "LineGoal", "OrientationGoal", "PlaneGoal", "PositionGoal", "Problem",
+__all__ = ["SOLVERS", "AimGoal", "Goal", "Kinematics", "LineGoal", "OrientationGoal", "PlaneGoal", "PositionGoal", "Problem",
            "Skeleton", "SolveResult"]
