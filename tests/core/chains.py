@@ -137,3 +137,28 @@ def assert_ccd_sweeps_never_raise_error(problem: Problem, q: np.ndarray, sweeps:
         new_cost = weighted_error(problem, q)
         assert new_cost <= cost + 1e-10 * max(cost, 1.0)
         cost = new_cost
+
+
+def rotation_of(kin, joint: int) -> np.ndarray:
+    """The frame's rotation with its own stretch divided out (columns: unit axes)."""
+    linear = kin.frames[joint, :3, :3]
+    return linear / np.linalg.norm(linear, axis=0)
+
+
+def random_frame(seed: int) -> tuple[Skeleton, np.ndarray, int]:
+    """A random tree with sliders (an affine base on odd seeds), a random configuration of it
+    and one of its joints: where a goal kind's residual and Jacobian are checked."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(3, 8))
+    sk = random_tree(rng, n, p_prismatic=0.3, base=affine_base(rng) if seed % 2 else np.eye(4))
+    return sk, rng.uniform(-np.pi, np.pi, n), int(rng.integers(0, n))
+
+
+def residual_jacobian(goal, sk: Skeleton, q: np.ndarray, h: float = 1e-6) -> np.ndarray:
+    """-d(residual)/dq of a goal (its feature's Jacobian) by central differences, (rows, n)."""
+    columns = []
+    for j in range(len(q)):
+        dq = np.zeros(len(q))
+        dq[j] = h
+        columns.append(-(goal.residual(sk.forward(q + dq)) - goal.residual(sk.forward(q - dq))) / (2 * h))
+    return np.stack(columns, axis=1)

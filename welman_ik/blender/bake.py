@@ -371,27 +371,27 @@ class Baker:
             log.append((edit.bone, edit.anchor, target, 1.0, edit_priority))
         reported = len(goals)
         below = max((g.priority for g in goals), default=0) + 1
-        if self.root_motion == "FOLLOW" and goals:
+        # The roots' head and tail on their animated path ('FOLLOW'): the path and the way the root points.
+        path = {(name, anchor): self._point(model, animated, name, anchor)
+                for name in model.roots() for anchor in (0.0, 1.0)} if self.root_motion == "FOLLOW" else {}
+        if path and goals:
             # The roots' animated path, as goals below everything else: left only where and
             # as far as a pin needs (the solver's own goals: not reported as pins).
             # Where the last frame left the path, the way back is at most ``ROOT_RETURN`` of
             # the rig's size per frame: the hips glide back instead of snapping.
             step = ROOT_RETURN * animated.size_scale()
-            for name in model.roots():  # head and tail: the path and the way the root points
-                for anchor in (0.0, 1.0):
-                    joint, local = model.anchor_local(name, anchor)
-                    off = self._root_off.get((name, anchor), np.zeros(3))
-                    distance = float(np.linalg.norm(off))
-                    off = off * max(0.0, 1.0 - step / distance) if distance > 0.0 else off
-                    goals.append(PositionGoal(joint, local, self._point(model, animated, name, anchor) + share * off,
-                                              priority=below))
+            for (name, anchor), on_path in path.items():
+                off = self._root_off.get((name, anchor), np.zeros(3))
+                distance = float(np.linalg.norm(off))
+                off = off * max(0.0, 1.0 - step / distance) if distance > 0.0 else off
+                goals.append(PositionGoal(*model.anchor_local(name, anchor), on_path + share * off, priority=below))
         # Continuity: each joint that moves a goal starts from the last frame's solution
         # moved by the animation's own change (the last frame's correction carried over).
         # A joint that moves no goal any more (its pin ended) lets its correction go over
         # ``motion_falloff`` frames, easing back onto the animation instead of jumping.
         size = model.skeleton.size
         moving = np.zeros(size, dtype=bool)
-        if reported:  # (a point easing off a plant eases with its joints' falloff: not moving)
+        if reported:
             moving = model.skeleton.ancestors[[g.joint[0] for g in goals[:reported]]].any(axis=0)
         held, age = np.zeros(size), np.full(size, RELEASED)
         if self._previous is not None and self._previous[0] == model.layout:
@@ -419,15 +419,12 @@ class Baker:
             result = SOLVERS[s.solver](problem, q_start)
         if not np.all(np.isfinite(result.q)):
             raise RigError(f"The solver failed on frame {frame} (non-finite result)")
-        self._previous = (model.layout, model.q0.copy(), result.q.copy(), held, age)
-        steered = [(bone, anchor) for bone, anchor, *_ in log]
-        if self.root_motion == "FOLLOW" and goals:
-            steered += [(name, anchor) for name in model.roots() for anchor in (0.0, 1.0)]
-        solved_kin = model.skeleton.forward(result.q)
-        self._root_off = {(name, anchor): self._point(model, solved_kin, name, anchor)
-                          - self._point(model, animated, name, anchor)
-                          for name in model.roots() for anchor in (0.0, 1.0)} if self.root_motion == "FOLLOW" else {}
-        self.solved[frame] = (model.layout, model.q0.copy(), result.q.copy(), self._steering(model, steered))
+        q0, q = model.q0.copy(), result.q.copy()
+        self._previous = (model.layout, q0, q, held, age)
+        steered = [(bone, anchor) for bone, anchor, *_ in log] + (list(path) if goals else [])
+        solved_kin = model.skeleton.forward(q) if path else None
+        self._root_off = {key: self._point(model, solved_kin, *key) - on_path for key, on_path in path.items()}
+        self.solved[frame] = (model.layout, q0, q, self._steering(model, steered))
         self.results[frame] = model.channels(result.q)
         self.bones.update(model.bones)
         if log:
