@@ -66,11 +66,11 @@ def rotation_angle(a, b) -> float:
 
 
 def pin_errors(obj) -> dict:
-    """Distance [m] of every enabled pin's point from its goal, from the evaluated pose."""
+    """Distance [m] of every enabled position pin's point from its goal, from the evaluated pose."""
     return {
         p.bone: float(np.linalg.norm(world_point(obj, p.bone, p.anchor) - np.array(p.location)))
         for p in obj.welman_ik.pins
-        if p.enabled
+        if p.enabled and p.kind == "POSITION"
     }
 
 

@@ -18,12 +18,14 @@ import numpy as np
 
 from ..core import SOLVERS, PositionGoal, Problem, SolveResult
 from ..core.contacts import ease
+from . import goals as shaped_goals
 from . import keyframes
 from .channels import PoseSnapshot
 from .evaluated import GoalSet, Measured, anchor_points, measure
+from .evaluated import slack as evaluated_slack
+from .goals import SHAPED_KINDS, SOLVABLE_PIN_KINDS, check_pin, describe, pin_bones
 from .rig import RigError, RigModel, chain_to_root
 from .solve import (
-    SOLVABLE_PIN_KINDS,
     Figures,
     check_goal_bones,
     check_goal_point,
@@ -41,7 +43,7 @@ ACTIVE, RELEASED = -1, 1 << 30  # a joint's frames since its last goal: moving o
 
 
 def pins_on(settings, frame: int) -> list:
-    """Enabled position pins in force on ``frame``."""
+    """Enabled pins in force on ``frame``."""
     return [
         p for p in settings.pins
         if p.enabled and p.kind in SOLVABLE_PIN_KINDS
@@ -90,6 +92,9 @@ def check(obj, frame_start: int, frame_end: int, step: int, edit: MotionEdit | N
         raise RigError(f"Action '{ad.action.name}' is linked from a library and cannot be baked into; "
                        "make it local first")
     check_pin_bones(obj, [p for p in obj.welman_ik.pins if p.enabled])
+    for pin in obj.welman_ik.pins:
+        if pin.enabled and pin.kind in SHAPED_KINDS:
+            check_pin(obj, pin, obj.welman_ik.solver)
     if edit is not None:
         if edit.bone not in obj.pose.bones:
             raise RigError(f"Bone '{edit.bone}' does not exist in armature '{obj.name}'")
@@ -191,8 +196,11 @@ class Baker:
         self.frames = list(range(frame_start, frame_end + 1, step))
         self.frame_before = context.scene.frame_current
         self.pose_before = PoseSnapshot(obj)  # unkeyed edits included
-        pinned = {p.bone for f in self.frames for p in self._pins(f)}
-        self.names = sorted(pinned | ({edit.bone} if edit is not None else set()))
+        in_force = {p.as_pointer(): p for f in self.frames for p in self._pins(f)}.values()
+        pinned = {p.bone for p in in_force if p.kind != "BALANCE"}
+        pinned |= {p.target_bone for p in in_force if p.kind == "TOGETHER"}
+        carried = {n for p in in_force if p.kind == "BALANCE" for n in pin_bones(obj, p)}
+        self.names = sorted(pinned | carried | ({edit.bone} if edit is not None else set()))
         check_goal_bones(obj, edit.bone if edit is not None else None, sorted(pinned))
         chains = {pb.name for name in self.names for pb in chain_to_root(obj.pose.bones[name])}
         self.sampler = Sampler(context.scene, obj, chains, direct)
@@ -207,6 +215,7 @@ class Baker:
         self.results: dict[int, dict] = {}  # frame -> bone -> (rotation values, location or None)
         self.max_pin_error = 0.0  # [m] measured on the evaluated pose once the action is written
         self.goal_log: dict[int, tuple] = {}  # frame -> (bones, anchors, targets, weights, iterations)
+        self.shaped_log: dict[int, list] = {}  # frame -> [(pin, fields it was built with)] of the other kinds
         self.priorities: dict[int, tuple] = {}  # frame -> each goal's priority
         self.worst: tuple[int, Measured] | None = None  # the worst frame, evaluated
         self.misses: list[tuple[int, str, float, int]] = []  # every frame that missed a goal
@@ -243,9 +252,9 @@ class Baker:
         """Where each fixed pin holds: its ``location`` (Detect Contacts puts a plant's there:
         the average of its frames)."""
         reach = rig_reach(self.obj)
-        return {i: check_goal_point(f"The location of the pin on '{pin.bone}'", pin.location, reach)
+        return {i: check_goal_point(f"The location of {describe(pin)}", pin.location, reach)
                 for i, pin in enumerate(self.settings.pins)
-                if not pin.follow and pin.enabled and pin.bone in self.names}
+                if not pin.follow and pin.enabled and (pin.bone in self.names or pin.kind == "BALANCE")}
 
     def _open_ends(self, frame_start: int, frame_end: int) -> tuple[bool, bool]:
         """Whether the action goes on before and after the baked range (a bake in a longer
@@ -342,8 +351,23 @@ class Baker:
         """(pin, world target) of each pin in force on ``frame``: a follow pin where the
         animation (``animated``: the model's forward kinematics there) puts its point."""
         all_pins = list(self.settings.pins)
-        return [(pin, self._point(model, animated, pin.bone, pin.anchor) if pin.follow
+        return [(pin, self._point(model, animated, pin.bone, pin.anchor) if pin.follow and pin.kind != "BALANCE"
                  else self.fixed_goals[all_pins.index(pin)]) for pin in self._pins(frame)]
+
+    def _shaped_fields(self, model: RigModel, animated, pin) -> dict:
+        """The fields a pin of another kind than POSITION is built with on a frame: a follow
+        pin's place and orientation are where the animation puts its bone."""
+        if not pin.follow or pin.kind in {"TOGETHER", "BALANCE"}:
+            return {}
+        joint, local = model.anchor_local(pin.bone, pin.anchor)
+        frame = animated.frames[joint]
+        fields = {"location": animated.points(np.array([joint]), local[None])[0]}
+        if pin.kind in {"ORIENTATION", "POSE"}:
+            axes = frame[:3, :3] / np.linalg.norm(frame[:3, :3], axis=0)
+            fields["rotation_matrix"] = axes
+        if pin.kind == "AIM":
+            fields.pop("location")  # the target stays: the animation aims the bone, the pin keeps it aimed
+        return fields
 
     def next(self) -> float:
         """Solve the next frame; returns its largest pin error [m]."""
@@ -357,13 +381,19 @@ class Baker:
         # left), or with pins_first off, above them.
         pin_priority, edit_priority = (0, 1) if edit is None or self.settings.pins_first else (1, 0)
         share = self.range_weight(frame)
-        for pin, target in self.pin_targets(frame, model, animated):
+        in_force = self.pin_targets(frame, model, animated)
+        shaped = [(pin, self._shaped_fields(model, animated, pin)) for pin, _ in in_force if pin.kind in SHAPED_KINDS]
+        for pin, target in in_force:
+            if pin.kind in SHAPED_KINDS:
+                continue
             joint, local = model.anchor_local(pin.bone, pin.anchor)
             if share < 1.0:  # near an end of the range, where the action goes on: eased in or out
                 origin = self._point(model, animated, pin.bone, pin.anchor)
                 target = origin + share * (target - origin)
             goals.append(PositionGoal(joint, local, target, weight=pin.weight, priority=pin_priority))
             log.append((pin.bone, pin.anchor, target, pin.weight, pin_priority))
+        others = [pin for pin, _ in in_force]
+        goals += [shaped_goals.build(self.obj, model, pin, pin_priority, others, **fields) for pin, fields in shaped]
         if edit is not None:
             joint, local = model.anchor_local(edit.bone, edit.anchor)
             target = self._point(model, animated, edit.bone, edit.anchor) + edit.weight(frame) * edit.displacement
@@ -392,7 +422,8 @@ class Baker:
         size = model.skeleton.size
         moving = np.zeros(size, dtype=bool)
         if reported:
-            moving = model.skeleton.ancestors[[g.joint[0] for g in goals[:reported]]].any(axis=0)
+            joints = np.concatenate([shaped_goals.goal_joints(g) for g in goals[:reported]])
+            moving = model.skeleton.ancestors[joints].any(axis=0)
         held, age = np.zeros(size), np.full(size, RELEASED)
         if self._previous is not None and self._previous[0] == model.layout:
             _, animated_before, solved_before, held_before, age_before = self._previous
@@ -422,15 +453,19 @@ class Baker:
         q0, q = model.q0.copy(), result.q.copy()
         self._previous = (model.layout, q0, q, held, age)
         steered = [(bone, anchor) for bone, anchor, *_ in log] + (list(path) if goals else [])
+        steered += [(name, pin.anchor if name == pin.bone else pin.target_anchor)
+                    for pin, _ in shaped for name in pin_bones(self.obj, pin) if pin.kind != "BALANCE"]
         solved_kin = model.skeleton.forward(q) if path else None
         self._root_off = {key: self._point(model, solved_kin, *key) - on_path for key, on_path in path.items()}
         self.solved[frame] = (model.layout, q0, q, self._steering(model, steered))
         self.results[frame] = model.channels(result.q)
         self.bones.update(model.bones)
-        if log:
-            bones, anchors, targets, weights, priorities = zip(*log)
-            self.goal_log[frame] = (list(bones), anchors, np.array(targets), weights, result.iterations)
+        if log or shaped:
+            bones, anchors, targets, weights, priorities = zip(*log) if log else ((), (), (), (), ())
+            self.goal_log[frame] = (list(bones), anchors, np.array(targets).reshape(-1, 3), weights,
+                                    result.iterations)
             self.priorities[frame] = priorities
+            self.shaped_log[frame] = [(pin, fields, pin_priority) for pin, fields in shaped]
         return float(result.errors[:reported].max(initial=0.0))
 
     def finish(self, in_place: bool = False):
@@ -464,8 +499,43 @@ class Baker:
         for frame, (bones, anchors, targets, weights, _) in sorted(self.goal_log.items()):
             scene.frame_set(frame)
             goals = GoalSet(bones, anchors, targets, weights)
-            out[frame] = measure(goals, anchor_points(self.obj, bones, goals.anchors), tolerance)
+            measured = measure(goals, anchor_points(self.obj, bones, goals.anchors), tolerance)
+            shaped = self.shaped_log.get(frame, [])
+            if shaped:
+                measured = self._with_shaped(measured, frame, shaped, tolerance)
+            out[frame] = measured
         return out
+
+    def _shaped_goals(self, model: RigModel, frame: int) -> list:
+        entries = self.shaped_log.get(frame, [])
+        others = [pin for pin, *_ in entries] + [p for p in self._pins(frame) if p.kind == "POSITION"]
+        return [shaped_goals.build(self.obj, model, pin, priority, others, **fields)
+                for pin, fields, priority in entries]
+
+    def _with_shaped(self, measured: Measured, frame: int, entries: list, tolerance: float) -> Measured:
+        """``measured`` (the position pins, then the edit) with the other kinds' pins measured
+        on the evaluated pose, in the order of ``goal_names``: before the edit."""
+        model = self.model
+        built = self._shaped_goals(model, frame)
+        names = sorted({n for pin, *_ in entries for n in pin_bones(self.obj, pin) if n in model.bones})
+        kin = shaped_goals.evaluated_kinematics(self.obj, model, model.q0, names)
+        errors = shaped_goals.goal_errors(built, kin)
+        places = np.array([pin.location for pin, *_ in entries]).reshape(-1, 3)
+        met = errors <= tolerance + evaluated_slack(places)
+        counted = np.array([pin.weight > 0.0 for pin, *_ in entries], dtype=bool)
+        cut = len(measured.errors) - (1 if self.edit is not None else 0)
+
+        def insert(a, b):
+            return np.concatenate([a[:cut], b, a[cut:]])
+
+        return Measured(insert(measured.errors, errors), insert(measured.met, met), insert(measured.counted, counted))
+
+    def goal_names(self, frame: int) -> list[str]:
+        """How the figures name each goal of a frame, in the order ``measure_frames`` gives."""
+        bones = list(self.goal_log[frame][0])
+        cut = len(bones) - (1 if self.edit is not None else 0)
+        shaped = [describe(pin) for pin, *_ in self.shaped_log.get(frame, [])]
+        return bones[:cut] + shaped + bones[cut:]
 
     def close_loop(self) -> dict[int, Measured]:
         """Where constraints or drivers move a goal's bone off its goal in the evaluated pose,
@@ -484,6 +554,7 @@ class Baker:
                 goals = [PositionGoal(*model.anchor_local(bone, anchor), target, weight=weight, priority=priority)
                          for bone, anchor, target, weight, priority
                          in zip(bones, anchors, targets, weights, self.priorities[frame])]
+                goals += self._shaped_goals(model, frame)
                 problem = Problem(model.skeleton, goals, tolerance=s.tolerance, max_iterations=s.max_iterations,
                                   damping=s.damping, reference=preferred_pose(s.reference, model.q0),
                                   reference_weight=s.reference_weight, ranges=model.ranges)
@@ -513,17 +584,19 @@ class Baker:
             missed = np.flatnonzero(m.counted & ~m.met)
             if missed.size:
                 i = int(missed[np.argmax(m.errors[missed])])
-                out.append((frame, self.goal_log[frame][0][i], float(m.errors[i]), int(missed.size)))
+                out.append((frame, self.goal_names(frame)[i], float(m.errors[i]), int(missed.size)))
         return out
 
     def _record(self) -> None:
         frame, measured = self.worst
-        bones, _, _, _, iterations = self.goal_log[frame]
+        iterations = self.goal_log[frame][4]
+        bones = self.goal_names(frame)
         missed = [i for i in range(len(bones)) if measured.counted[i] and not measured.met[i]]
         message = ""
         if missed:
             i = max(missed, key=lambda k: measured.errors[k])
-            message = (f"'{bones[i]}' is {measured.errors[i] * 1000:.2f} mm off on frame {frame} in the evaluated "
+            what = bones[i] if bones[i].startswith("the ") else f"'{bones[i]}'"
+            message = (f"{what} is {measured.errors[i] * 1000:.2f} mm off on frame {frame} in the evaluated "
                        f"pose ({len(missed)} goal(s) missed on that frame); missed on "
                        f"{len(self.misses)} frame(s): {frame_ranges([f for f, *_ in self.misses])}")
         edit = self.edit is not None

@@ -4,16 +4,24 @@ detect_contacts, edit_motion."""
 from __future__ import annotations
 
 import contextlib
-import math
 import time
 
 import bpy
 import numpy as np
-from bpy.props import BoolProperty, EnumProperty, FloatProperty, FloatVectorProperty, IntProperty, StringProperty
+from bpy.props import (
+    BoolProperty,
+    BoolVectorProperty,
+    EnumProperty,
+    FloatProperty,
+    FloatVectorProperty,
+    IntProperty,
+    StringProperty,
+)
 
 from . import bake, overlay, preferences, selection, session, solve, viewport
 from . import contacts as foot_contacts
-from .properties import PIN_KINDS
+from .pinning import add_pin, pin_records
+from .properties import AIM_AXIS_ITEMS, PIN_KINDS
 from .rig import RigError
 
 
@@ -93,8 +101,15 @@ class SelectionOperator(ArmatureOperator):
         return bones
 
 
-class WELMAN_IK_OT_pin(SelectionOperator, bpy.types.Operator):
-    """Pin each selected bone where it is now"""
+PLANE_NORMAL_ITEMS = [
+    ("UP", "Up", "The plane is level: its normal is the world's Z axis"),
+    ("VIEW", "View", "The plane faces the view: its normal points along the view direction"),
+]
+
+
+class WELMAN_IK_OT_pin(ArmatureOperator, bpy.types.Operator):
+    """Pin each selected bone as it is now (a balance pin needs no bone; a together pin joins
+    the selected bone to the active one)"""
 
     bl_idname = "welman_ik.pin"
     bl_label = "Pin"
@@ -103,44 +118,69 @@ class WELMAN_IK_OT_pin(SelectionOperator, bpy.types.Operator):
     anchor: FloatProperty(name="Anchor", min=0.0, max=1.0, default=1.0, subtype="FACTOR", options={"SKIP_SAVE"},
                           description="The held point along the bone: 0 head, 1 tail")
     weight: FloatProperty(name="Weight", min=0.0, default=1.0, soft_max=10.0, options={"SKIP_SAVE"})
+    axes: BoolVectorProperty(name="Axes", size=3, default=(True, True, True), subtype="XYZ", options={"SKIP_SAVE"},
+                             description="Orientation, pose: which of the bone's own axes are held")
+    plane_normal: EnumProperty(name="Plane", items=PLANE_NORMAL_ITEMS, default="UP", options={"SKIP_SAVE"},
+                               description="Plane: which way the plane through the point faces")
+    aim_axis: EnumProperty(name="Aim Axis", items=AIM_AXIS_ITEMS, default="Y", options={"SKIP_SAVE"},
+                           description="Aim: the bone axis that keeps pointing at the target")
+    radius: FloatProperty(name="Radius", min=0.0, default=0.05, unit="LENGTH", options={"SKIP_SAVE"},
+                          description="Region: the sphere's radius")
+    use_support: BoolProperty(name="Support Polygon", default=False, options={"SKIP_SAVE"},
+                              description="Balance: over the support polygon of the position and pose pins")
+
+    @classmethod
+    def poll(cls, context):
+        return armature_poll(cls, context)
+
+    def draw(self, context):
+        layout = self.layout
+        layout.use_property_split = True
+        layout.prop(self, "kind")
+        if self.kind != "BALANCE":
+            layout.prop(self, "anchor")
+        layout.prop(self, "weight")
+        if self.kind in {"ORIENTATION", "POSE"}:
+            layout.prop(self, "axes")
+        elif self.kind == "PLANE":
+            layout.prop(self, "plane_normal")
+        elif self.kind == "AIM":
+            layout.prop(self, "aim_axis")
+        elif self.kind == "REGION":
+            layout.prop(self, "radius")
+        elif self.kind == "BALANCE":
+            layout.prop(self, "use_support")
 
     def execute(self, context):
         if self.refused(context):
             return {"CANCELLED"}
         obj = context.object
-        bones = self.selection(context)
-        if not bones:
+        bones = selected_pose_bones(obj) if self.kind != "BALANCE" else []
+        if self.kind != "BALANCE" and not bones:
+            self.report({"ERROR"}, "Select one or more pose bones first")
             return {"CANCELLED"}
         context.view_layer.update()
         if degenerate_transform(obj):
             self.report({"ERROR"}, f"Armature '{obj.name}' has a degenerate transform (zero scale?); "
                         "nothing was pinned")
             return {"CANCELLED"}
-        # Every goal first, so that a bad one changes nothing.
-        goals = []
-        for pb in bones:
-            location = solve.anchor_world(obj, pb, self.anchor)
-            rotation = (obj.matrix_world @ pb.matrix).to_quaternion()
-            if not (np.all(np.isfinite(location)) and all(math.isfinite(v) for v in rotation)):
-                self.report({"ERROR"}, f"Bone '{pb.name}' has no finite position (NaN or infinite pose values); "
-                            "nothing was pinned")
-                return {"CANCELLED"}
-            goals.append((pb, location, rotation))
+        try:
+            records = self._records(context, obj, bones)
+        except RigError as error:
+            self.report({"ERROR"}, f"{error}; nothing was pinned")
+            return {"CANCELLED"}
         pins = obj.welman_ik.pins
-        for pb, location, rotation in goals:
-            pin = next((p for p in pins if p.bone == pb.name and p.kind == self.kind), None)
-            if pin is None:
-                pin = pins.add()
-                pin.bone = pb.name
-                pin.kind = self.kind
-            pin.anchor = self.anchor
-            pin.weight = self.weight
-            pin.enabled = True
-            pin.location = location
-            pin.rotation = rotation
+        for bone, fields in records:
+            add_pin(pins, bone, self.kind, fields, self.anchor, self.weight)
         obj.welman_ik.active_pin_index = len(pins) - 1
-        self.report({"INFO"}, f"Pinned {len(bones)} bone(s)")
+        what = "the centre of mass" if self.kind == "BALANCE" else f"{len(records)} bone(s)"
+        self.report({"INFO"}, f"Pinned {what} ({self.kind.lower()})")
         return {"FINISHED"}
+
+    def _records(self, context, obj, bones) -> list[tuple[str, dict]]:
+        return pin_records(context, obj, self.kind, bones, self.anchor, axes=tuple(self.axes),
+                           plane_normal=self.plane_normal, aim_axis=self.aim_axis, radius=self.radius,
+                           use_support=self.use_support)
 
 
 def remove_pins(obj, indices) -> tuple[int, int]:
@@ -268,6 +308,18 @@ class WELMAN_IK_OT_unlock(LockOperator, bpy.types.Operator):
     value = False
 
 
+# While dragging, a key toggles a pin of its kind on the bone under the mouse.
+PIN_SHORTCUTS = {"P": "POSITION", "O": "ORIENTATION", "L": "LINE", "N": "PLANE", "A": "AIM", "R": "REGION",
+                 "T": "TOGETHER", "B": "BALANCE"}
+
+
+def pin_shortcut(event) -> str | None:
+    """The pin kind an event's key toggles while dragging (Shift+P: pose), or None."""
+    if event.type == "P" and event.shift:
+        return "POSE"
+    return PIN_SHORTCUTS.get(event.type) if not event.shift else None
+
+
 class ModalDrag:
     """The interactive drag, shared by the drag and the motion edit: the bone under the
     mouse (or the active bone) follows the mouse, re-solved on every event. A subclass
@@ -345,6 +397,13 @@ class ModalDrag:
             drag.change_chain_length(1 if event.type in {"PAGE_UP", "WHEELUPMOUSE"} else -1)
         elif event.value == "PRESS" and event.type == "TAB":
             drag.cycle_solver()
+        elif event.value == "PRESS" and not (event.ctrl or event.alt) and pin_shortcut(event) is not None:
+            region, rv3d = self._view
+            hovered = viewport.bone_under_mouse(region, rv3d, context.object, viewport.region_mouse(region, event))
+            try:
+                self.report({"INFO"}, drag.toggle_pin(context, pin_shortcut(event), hovered or ""))
+            except RigError as error:
+                self.report({"WARNING"}, str(error))
         elif event.value == "PRESS" and event.type in {"LEFTMOUSE", "RET", "NUMPAD_ENTER"}:
             # The redo panel re-runs the script form from the start pose: give it this drag.
             self.bone, self.anchor = drag.bone, drag.anchor

@@ -28,9 +28,12 @@ class WELMAN_IK_UL_pins(bpy.types.UIList):
         row = layout.row(align=True)
         pose = data.id_data.pose
         body = row.row(align=True)
-        if pose is not None and item.bone in pose.bones:
+        if item.kind == "BALANCE" or (pose is not None and item.bone in pose.bones):
             body.prop(item, "enabled", text="")
-            body.label(text=item.bone, icon="PINNED" if item.enabled else "UNPINNED")
+            name = "centre of mass" if item.kind == "BALANCE" else item.bone
+            if item.kind == "TOGETHER":
+                name = f"{item.bone} + {item.target_bone}"
+            body.label(text=name, icon="PINNED" if item.enabled else "UNPINNED")
             body.prop(item, "kind", text="", emboss=False)
             body.prop(item, "weight", text="", emboss=False)
         else:
@@ -38,6 +41,44 @@ class WELMAN_IK_UL_pins(bpy.types.UIList):
             body.active = False
             body.label(text=f"bone '{item.bone}' missing", icon="ERROR")
         row.operator("welman_ik.remove_pin", text="", icon="X", emboss=False).index = index
+
+
+# The fields each kind of pin uses, in the order the panel shows them.
+PIN_FIELDS = {
+    "POSITION": ("anchor", "location"),
+    "ORIENTATION": ("rotation", "axes"),
+    "POSE": ("anchor", "location", "rotation", "axes"),
+    "LINE": ("anchor", "location", "direction"),
+    "PLANE": ("anchor", "location", "direction"),
+    "AIM": ("aim_axis", "location"),
+    "REGION": ("anchor", "location", "radius"),
+    "TOGETHER": ("anchor", "target_bone", "target_anchor"),
+    "BALANCE": ("use_support", "location", "direction"),
+}
+FIELD_LABELS = {("LINE", "direction"): "Line Direction", ("PLANE", "direction"): "Plane Normal",
+                ("LINE", "location"): "Through", ("PLANE", "location"): "Through", ("AIM", "location"): "Target",
+                ("REGION", "location"): "Centre", ("BALANCE", "location"): "Over", ("BALANCE", "direction"): "Up"}
+
+
+def draw_pin_fields(layout, pin, obj) -> None:
+    """The fields of one pin that its kind uses, each editable."""
+    layout.prop(pin, "kind")
+    for field in PIN_FIELDS.get(pin.kind, ("anchor", "location")):
+        label = FIELD_LABELS.get((pin.kind, field))
+        if field == "target_bone" and obj.pose is not None:
+            layout.prop_search(pin, field, obj.pose, "bones", text="Other Bone")
+        elif field == "location" and pin.kind == "BALANCE" and pin.use_support:
+            continue  # the support polygon replaces the point
+        elif label is None:
+            layout.prop(pin, field)
+        else:
+            layout.prop(pin, field, text=label)
+    if pin.kind != "BALANCE":
+        layout.prop(pin, "weight")
+    if pin.frame_start or pin.frame_end:
+        row = layout.row(align=True)
+        row.prop(pin, "frame_start")
+        row.prop(pin, "frame_end")
 
 
 def wrapped_lines(context, text: str) -> list[str]:
@@ -143,6 +184,7 @@ class WELMAN_IK_PT_pins(SidebarPanel, bpy.types.Panel):
         settings = context.object.welman_ik
         row = layout.row(align=True)
         row.operator("welman_ik.pin", icon="PINNED")
+        row.operator_menu_enum("welman_ik.pin", "kind", text="Pin As")
         row.operator("welman_ik.unpin", icon="UNPINNED")
         row.operator("welman_ik.clear_pins", icon="X", text="Clear")
         row = layout.row(align=True)
@@ -156,9 +198,7 @@ class WELMAN_IK_PT_pins(SidebarPanel, bpy.types.Panel):
             pin = settings.pins[settings.active_pin_index]
             col = layout.column()
             col.use_property_split = True
-            col.prop(pin, "kind")
-            col.prop(pin, "anchor")
-            col.prop(pin, "location")
+            draw_pin_fields(col, pin, context.object)
 
     def draw_offer(self, context, naming: str) -> None:
         box = self.layout.box()
@@ -192,6 +232,7 @@ class WELMAN_IK_PT_range(SidebarPanel, bpy.types.Panel):
         pose_bone = active_pose_bone(context.object)
         rng = pose_bone.welman_ik_range
         layout.label(text=pose_bone.name, icon="BONE_DATA")
+        layout.prop(pose_bone, "welman_ik_mass", text="Mass (Balance)")
         col = layout.column(align=True)
         col.active = rng.use
         # Label, min, max on one row: the sidebar is too narrow for "Swing X Min" beside a field.

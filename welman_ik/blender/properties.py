@@ -19,11 +19,23 @@ SOLVER_ITEMS = [
     ("CCD", "CCD", "Cyclic coordinate descent (Welman 1993): fast per sweep, robust, converges slowly"),
     ("JACOBIAN_TRANSPOSE", "Jacobian Transpose", "Gradient descent (Welman 1993): simple, slow near singularities"),
     ("SR_INVERSE", "SR Inverse", "Singularity-robust inverse with task priority (Yamane & Nakamura 2003)"),
+    ("QUASI_NEWTON", "Quasi-Newton", ("BFGS on the goals' weighted potential, joint limits as linear constraints "
+     "(Zhao & Badler 1989)")),
 ]
 
 PIN_KINDS = [
     ("POSITION", "Position", "Hold a point along the bone at a place in the world"),
+    ("ORIENTATION", "Orientation", "Hold the bone's orientation (all of it, or only some of its axes)"),
+    ("POSE", "Pose", "Hold a point along the bone and the bone's orientation"),
+    ("LINE", "Line", "Keep a point along the bone on a line, free along it"),
+    ("PLANE", "Plane", "Keep a point along the bone in a plane, free within it"),
+    ("AIM", "Aim", "Keep one of the bone's axes pointing at a place in the world"),
+    ("REGION", "Region", "Keep a point along the bone within a sphere"),
+    ("TOGETHER", "Together", "Bring a point along the bone and a point on another bone together; both move"),
+    ("BALANCE", "Balance", "Keep the body's centre of mass over a point, or over the support of the planted pins"),
 ]
+
+AIM_AXIS_ITEMS = [(a, a, f"The bone's {a} axis") for a in ("X", "Y", "Z", "-X", "-Y", "-Z")]
 
 # Library overrides (bpy.props ``override``): an overridden armature keeps settings and pins
 # of its own in the overriding file only when every property on the way down from
@@ -79,8 +91,21 @@ class WELMAN_IK_Pin(bpy.types.PropertyGroup):
         name="Direction", size=3, subtype="DIRECTION", default=(0.0, 0.0, 1.0),
         description="Line direction or plane normal, world space", override=OVERRIDABLE,
     )
-    radius: FloatProperty(name="Radius", min=0.0, default=0.1, unit="LENGTH", description="Region radius",
-                          override=OVERRIDABLE)
+    radius: FloatProperty(name="Radius", min=0.0, default=0.05, unit="LENGTH",
+                          description="Region: the sphere's radius", override=OVERRIDABLE)
+    aim_axis: EnumProperty(name="Aim Axis", items=AIM_AXIS_ITEMS, default="Y", override=OVERRIDABLE,
+                           description="Aim: the bone axis that points at the location")
+    target_bone: StringProperty(name="Target Bone", override=OVERRIDABLE,
+                                description="Together: the other bone whose point this one meets")
+    target_anchor: FloatProperty(
+        name="Target Anchor", min=0.0, max=1.0, default=1.0, subtype="FACTOR", override=OVERRIDABLE,
+        description="Together: the point along the other bone: 0 head, 1 tail",
+    )
+    use_support: BoolProperty(
+        name="Support Polygon", default=False, override=OVERRIDABLE,
+        description="Balance: keep the centre of mass over the support polygon of the enabled position and pose pins "
+                    "instead of over the location",
+    )
     weight: FloatProperty(name="Weight", min=0.0, default=1.0, soft_max=10.0,
                           description="Importance against other pins", override=OVERRIDABLE)
     enabled: BoolProperty(name="Enabled", default=True, description="A disabled pin is kept but ignored",
@@ -228,9 +253,15 @@ def register() -> None:
         bpy.utils.register_class(cls)
     bpy.types.Object.welman_ik = PointerProperty(type=WELMAN_IK_Settings, override=OVERRIDABLE)
     bpy.types.PoseBone.welman_ik_range = PointerProperty(type=WELMAN_IK_Range, override=OVERRIDABLE)
+    bpy.types.PoseBone.welman_ik_mass = FloatProperty(
+        name="Mass", min=0.0, soft_max=100.0, default=0.0, unit="MASS", override=OVERRIDABLE,
+        description="Balance: this bone's mass; 0: from the segment-mass table (or its length, if the rig's "
+                    "naming is not recognised)",
+    )
 
 
 def unregister() -> None:
+    del bpy.types.PoseBone.welman_ik_mass
     del bpy.types.PoseBone.welman_ik_range
     del bpy.types.Object.welman_ik
     for cls in reversed(CLASSES):

@@ -13,6 +13,7 @@ import numpy as np
 
 from . import keyframes
 from .channels import PoseSnapshot
+from .pinning import add_pin, fields_of, pin_records
 from .properties import SOLVER_ITEMS
 from .rig import RigError
 from .solve import DragSolver, Figures, move_pins_to_bone, record
@@ -51,6 +52,7 @@ class DragSession:
         self.goal: np.ndarray | None = None
         self.figures: Figures | None = None
         self.milliseconds: list[float] = []  # per event, solve and write
+        self.toggles: list[tuple] = []  # pins added ("added", index) or removed ("removed", index, fields)
 
     def effector(self) -> np.ndarray:
         """World position of the dragged point, from the session's current solution."""
@@ -68,10 +70,19 @@ class DragSession:
 
     def _rebuild(self) -> None:
         """A new solver from the pose as it is now (after a change of chain or solver)."""
-        goal, reference = self.goal, self.solver.reference
+        goal, reference, model = self.goal, self.solver.reference, self.solver.model
         self.solver = DragSolver(self.obj, self.settings, self.bone, self.anchor, self.pins, self.keep_root)
         if reference is not None and self.solver.reference is not None:
-            self.solver.reference = reference  # the pose the drag began in, whatever the chain
+            # The pose the drag began in, whatever the chain: bone by bone, as the new tree
+            # may hold other bones (a new pin's).
+            for name, b in self.solver.model.bones.items():
+                before = model.bones.get(name)
+                if before is None:
+                    continue
+                for now, was in ((b.hinges, before.hinges), (b.slides, before.slides)):
+                    for axis, joint in now.items():
+                        if axis in was:
+                            self.solver.reference[joint] = reference[was[axis]]
         if goal is not None:
             self.solver.goals.targets[-1] = self.solver.drag_goal.target = goal
 
@@ -91,6 +102,50 @@ class DragSession:
         self._rebuild()
         return self.settings.solver
 
+    def toggle_pin(self, context, kind: str, bone: str) -> str:
+        """Pin ``bone`` (the bone under the mouse) by ``kind`` as it is now, or unpin it if it
+        has such a pin, and go on dragging with the pins as they now are; a together pin
+        joins ``bone`` to the dragged bone, a balance pin needs no bone. Cancel takes it
+        back. Returns what was done, for the header."""
+        if self.pins is not None:
+            raise RigError("A motion edit holds the pins of its frame; change pins before editing")
+        obj, pins = self.obj, self.settings.pins
+        if kind != "BALANCE" and bone not in obj.pose.bones:
+            raise RigError("Hover over a bone to pin it")
+        if kind == "TOGETHER" and bone == self.bone:
+            raise RigError("Hover over another bone to hold it together with the dragged one")
+        name = "" if kind == "BALANCE" else bone
+        match = next((i for i, p in enumerate(pins) if p.kind == kind and p.bone == name), None)
+        if match is not None:
+            self.toggles.append(("removed", match, fields_of(pins[match])))
+            pins.remove(match)
+            done = f"unpinned {kind.lower()} {name}".rstrip()
+        else:
+            pose_bones = [] if kind == "BALANCE" else [obj.pose.bones[bone]]
+            other = obj.pose.bones[self.bone] if kind == "TOGETHER" else None
+            (record,) = pin_records(context, obj, kind, pose_bones, 1.0, other=other)
+            add_pin(pins, record[0], kind, record[1])
+            self.toggles.append(("added", len(pins) - 1))
+            done = f"pinned {kind.lower()} {name}".rstrip()
+        try:
+            self._rebuild()
+        except RigError:
+            self._undo_toggle()
+            self._rebuild()
+            raise
+        return done
+
+    def _undo_toggle(self) -> None:
+        entry = self.toggles.pop()
+        pins = self.settings.pins
+        if entry[0] == "added":
+            pins.remove(entry[1])
+            return
+        pin = pins.add()
+        for name, value in entry[2].items():
+            setattr(pin, name, value)
+        pins.move(len(pins) - 1, entry[1])
+
     def confirm(self, context) -> list[str]:
         """Keep the pose, once the evaluated pose meets the goals as far as correcting can
         take it; key the bones that moved since the start, per ``keyframes``."""
@@ -109,6 +164,8 @@ class DragSession:
     def cancel(self) -> None:
         """Put every channel back exactly as it was, and the settings the drag changed; no keys."""
         self.snapshot.restore(self.obj)
+        while self.toggles:
+            self._undo_toggle()
         chain_length, solver, figures = self.settings_before
         self.settings.chain_length, self.settings.solver = chain_length, solver
         for field, value in zip(LAST_SOLVE, figures):
@@ -122,5 +179,6 @@ class DragSession:
             f"{self.title}: {self.settings.solver}  |  {f.result.iterations} it  |  drag {f.drag_error * 1000:.2f} mm"
             f"  |  pins {f.max_pin_error * 1000:.3f} mm  |  {self.milliseconds[-1]:.1f} ms"
             f"  |  chain {self.settings.chain_length or 'all'}"
-            "  |  Ctrl+Wheel/PgUp/PgDn chain, Tab solver, LMB/Enter confirm, RMB/Esc cancel"
+            "  |  Ctrl+Wheel/PgUp/PgDn chain, Tab solver, P/O/Shift+P/L/N/A/R/T/B pin under mouse,"
+            " LMB/Enter confirm, RMB/Esc cancel"
         )

@@ -11,12 +11,13 @@ import numpy as np
 
 from ..core import SOLVERS, PositionGoal, Problem, SolveResult
 from . import driven, keyframes
-from .evaluated import GoalSet, anchor_points
+from .evaluated import FLOAT32_SLACK, GoalSet, Measured, anchor_points
 from .evaluated import measure as evaluated_measure
 from .evaluated import slack as evaluated_slack
+from .goals import POINT_KINDS, SHAPED_KINDS, SOLVABLE_PIN_KINDS, ShapedPins, check_pin, describe, pin_bones
 from .rig import RigError, RigModel, chain_to_root
 
-SOLVABLE_PIN_KINDS = {"POSITION"}
+MOVED_WITH_DRAG = frozenset({"POSITION", "POSE"})  # the dragged bone's pins that move to where it ends
 REACH_FACTOR = 1000.0  # goals farther than this many times the armature's size are refused
 
 
@@ -26,25 +27,39 @@ def anchor_world(obj, pose_bone, anchor: float) -> np.ndarray:
 
 
 def active_pins(settings, exclude: str = ""):
-    """Enabled pins the solver can hold, except those on bone ``exclude``."""
-    return [p for p in settings.pins if p.enabled and p.bone != exclude and p.kind in SOLVABLE_PIN_KINDS]
+    """Enabled pins the solver can hold, except the position and pose pins on bone
+    ``exclude`` (the dragged bone: they would hold it where the drag moves it from). Its
+    other pins stay: a dragged hand keeps its orientation, slides along its line or plane,
+    keeps within its region, or brings the bone it is held together with along."""
+    return [p for p in settings.pins
+            if p.enabled and p.kind in SOLVABLE_PIN_KINDS and not (p.bone == exclude and p.kind in MOVED_WITH_DRAG)]
 
 
 def check_pin_bones(obj, pins) -> None:
     """Refuse pins whose bone was renamed or deleted."""
-    gone = [p.bone for p in pins if p.bone not in obj.pose.bones]
+    gone = [p.bone for p in pins if p.kind != "BALANCE" and p.bone not in obj.pose.bones]
+    gone += [p.target_bone for p in pins if p.kind == "TOGETHER" and p.target_bone not in obj.pose.bones]
     if gone:
         raise RigError(f"A pin holds bone '{gone[0]}', which no longer exists; unpin or clear it")
 
 
+def held_bones(pins) -> list[str]:
+    """The bones pins hold (for the check that the rig does not drive them)."""
+    names = [p.bone for p in pins if p.kind != "BALANCE"]
+    return names + [p.target_bone for p in pins if p.kind == "TOGETHER"]
+
+
 def move_pins_to_bone(context, obj, bone: str) -> None:
-    """After a drag: the pins on the dragged bone (ignored while it was dragged) hold where
-    the bone ended."""
-    pins = [p for p in obj.welman_ik.pins if p.bone == bone]
+    """After a drag: the position and pose pins on the dragged bone (ignored while it was
+    dragged) hold where the bone ended."""
+    pins = [p for p in obj.welman_ik.pins if p.bone == bone and p.kind in MOVED_WITH_DRAG]
     if pins:
         context.view_layer.update()
+        pose_bone = obj.pose.bones[bone]
         for p in pins:
-            p.location = anchor_world(obj, obj.pose.bones[bone], p.anchor)
+            p.location = anchor_world(obj, pose_bone, p.anchor)
+            if p.kind == "POSE":
+                p.rotation = (obj.matrix_world @ pose_bone.matrix).to_quaternion().normalized()
 
 
 def movable_bones(obj, bone: str, chain_length: int, keep_root: bool = False):
@@ -134,14 +149,22 @@ class DragSolver:
         if pins is None:
             pins = [(p, p.location) for p in active_pins(settings, exclude=bone)]
         check_pin_bones(obj, [p for p, _ in pins])
+        shaped = [p for p, _ in pins if p.kind in SHAPED_KINDS]
+        for p in shaped:
+            check_pin(obj, p, settings.solver)
+        others = [p for p, _ in pins]
+        pins = [(p, t) for p, t in pins if p.kind in POINT_KINDS]
         self.obj = obj
         self.settings = settings
         self.bone = bone
         self.reach = rig_reach(obj)
         targets = [check_goal_point(f"The location of the pin on '{p.bone}'", t, self.reach) for p, t in pins]
-        names = [bone] + [p.bone for p, _ in pins]
+        for p in shaped:
+            check_goal_point(f"The location of {describe(p)}", p.location, self.reach)
+        names = [bone] + [p.bone for p, _ in pins] + [n for p in shaped for n in pin_bones(obj, p)]
         translating = translating_bones(obj, bone)
-        check_goal_bones(obj, bone, [p.bone for p, _ in pins], translating if anchor == 0.0 else ())
+        check_goal_bones(obj, bone, [p.bone for p, _ in pins] + held_bones(shaped),
+                         translating if anchor == 0.0 else ())
         # Grabbed by its head, a bone that translates moves as Blender's grab moves it, without
         # turning: dragging the hips down folds the legs instead of tilting the pelvis.
         root = obj.pose.bones[bone].parent is None
@@ -156,6 +179,7 @@ class DragSolver:
         for (p, _), target in zip(pins, targets):
             joint, local = self.model.anchor_local(p.bone, p.anchor)
             self.pin_goals.append(PositionGoal(joint, local, target, weight=p.weight, priority=pin_priority))
+        self.shaped = ShapedPins(obj, self.model, shaped, pin_priority, others)
         joint, local = self.model.anchor_local(bone, anchor)
         start = self.model.skeleton.forward(self.model.q0)
         self.drag_goal = PositionGoal(joint, local, start.points(np.array([joint]), local[None])[0],
@@ -176,7 +200,7 @@ class DragSolver:
         s = self.settings
         return Problem(
             skeleton=self.model.skeleton,
-            goals=self.pin_goals + [self.drag_goal],
+            goals=self.pin_goals + self.shaped.goals + [self.drag_goal],
             tolerance=s.tolerance if tolerance is None else tolerance,
             max_iterations=s.max_iterations,
             damping=s.damping,
@@ -233,14 +257,25 @@ class DragSolver:
         evaluated = self.goals.measure(self.obj)
         kin = self.model.skeleton.forward(self.q)
         model_points = np.array([g.point(kin) for g in self.pin_goals + [self.drag_goal]])
-        model_met = figures.result.errors <= self.settings.tolerance + evaluated_slack(model_points)
+        points = len(self.pin_goals)
+        model_errors = np.concatenate([figures.result.errors[:points], figures.result.errors[-1:]])
+        model_met = model_errors <= self.settings.tolerance + evaluated_slack(model_points)
         self.correctable = self.goals.correct(evaluated, model_points, model_met)
         measured = evaluated_measure(self.goals, evaluated, self.settings.tolerance)
-        figures = Figures(figures.result, float(measured.errors[-1]),
-                          float(measured.errors[:-1][measured.counted[:-1]].max(initial=0.0)), figures.milliseconds,
-                          measured.converged, explain(self, figures.result, measured))
+        shaped = self.shaped_measure()
+        pin_errors = np.concatenate([measured.errors[:-1][measured.counted[:-1]], shaped.errors[shaped.counted]])
+        figures = Figures(figures.result, float(measured.errors[-1]), float(pin_errors.max(initial=0.0)),
+                          figures.milliseconds, measured.converged and shaped.converged,
+                          explain(self, figures.result, measured, shaped))
         record(self.settings.last_solve, figures)
         return figures
+
+    def shaped_measure(self) -> Measured:
+        """The errors of the pins of every kind but POSITION on the evaluated pose (updated)."""
+        errors = self.shaped.measure(self.q)
+        slack = evaluated_slack(np.array([p.location for p in self.shaped.pins]).reshape(-1, 3))
+        weights = np.array([p.weight for p in self.shaped.pins], dtype=float)
+        return Measured(errors, errors <= self.settings.tolerance + slack, weights > 0.0)
 
     def key(self, frame: float) -> None:
         """Key the bones the solve moved (rotation; location where it is a joint)."""
@@ -286,18 +321,31 @@ def worst_miss(figures: Figures) -> float:
     return max(figures.drag_error, figures.max_pin_error)
 
 
-def explain(solver: DragSolver, result: SolveResult, measured) -> str:
-    """One line: which goals the evaluated pose misses, by how much, and why."""
+def explain(solver: DragSolver, result: SolveResult, measured, shaped: Measured | None = None) -> str:
+    """One line: which goals the evaluated pose misses, by how much, and why. The goals in
+    the problem's order: the position pins, the other kinds' pins (``shaped``), the drag."""
     goals = solver.goals
-    missed = [i for i in range(len(goals.bones)) if not measured.met[i] and measured.counted[i]]
+    labels = [f"'{b}' (pinned)" for b in goals.bones[:-1]]
+    labels += [d[0].upper() + d[1:] for d in solver.shaped.labels()]
+    labels.append(f"'{goals.bones[-1]}'" + (" (dragged)" if goals.dragged else " (pinned)"))
+    if shaped is None:
+        shaped = Measured(np.zeros(0), np.zeros(0, dtype=bool), np.zeros(0, dtype=bool))
+
+    def ordered(a, b):
+        return np.concatenate([a[:-1], b, a[-1:]])
+
+    errors = ordered(measured.errors, shaped.errors)
+    met, counted = ordered(measured.met, shaped.met), ordered(measured.counted, shaped.counted)
+    missed = [i for i in range(len(labels)) if not met[i] and counted[i]]
     if not missed:
         return ""
-    model_met = result.errors <= solver.settings.tolerance + evaluated_slack(goals.model_targets)
+    slack = FLOAT32_SLACK * max(1.0, float(np.abs(goals.model_targets).max(initial=1.0)))
+    model_met = result.errors <= solver.settings.tolerance + slack
     parts = []
     for i in missed[:2]:
-        drag = goals.dragged and i == len(goals.bones) - 1
-        what = f"'{goals.bones[i]}'" + (" (dragged)" if drag else " (pinned)")
-        mm = 1000.0 * measured.errors[i]
+        drag = goals.dragged and i == len(labels) - 1
+        what = labels[i]
+        mm = 1000.0 * errors[i]
         if model_met[i]:
             why = "constraints or drivers move it where the solver cannot follow"
         elif drag and solver.settings.pins_first:

@@ -1,0 +1,244 @@
+"""Every pin kind on the Rigify basic human, measured on the pose Blender evaluates."""
+
+from __future__ import annotations
+
+import math
+
+import bpy
+import numpy as np
+import pytest
+import scenes
+from conftest import drag, pin, pin_errors, rotation_angle, world_point
+from mathutils import Quaternion
+
+from welman_ik.blender.goals import centre_of_mass
+from welman_ik.blender.session import DragSession
+from welman_ik.core.goals.balance import convex_hull_2d
+
+MM = 1e-3
+DEG = math.radians(1.0)
+
+
+def bone_rotation(obj, bone: str) -> Quaternion:
+    bpy.context.view_layer.update()
+    return (obj.matrix_world @ obj.pose.bones[bone].matrix).to_quaternion()
+
+
+def axis_of(obj, bone: str, axis: str) -> np.ndarray:
+    bpy.context.view_layer.update()
+    m = np.array((obj.matrix_world @ obj.pose.bones[bone].matrix).to_3x3())
+    index, sign = "XYZ".index(axis[-1]), (-1.0 if axis.startswith("-") else 1.0)
+    return sign * m[:, index] / np.linalg.norm(m[:, index])
+
+
+def facing_axis(obj, bone: str, direction) -> str:
+    """The bone axis (e.g. '-Z') closest to the world ``direction``."""
+    options = [s + a for a in "XYZ" for s in ("", "-")]
+    return max(options, key=lambda a: float(axis_of(obj, bone, a) @ np.asarray(direction)))
+
+
+def inside_polygon(corners: np.ndarray, point: np.ndarray, slack: float = 0.01 * MM) -> bool:
+    """Whether ``point`` (x, y) lies inside the convex polygon of ``corners`` (k, 2), or
+    at most ``slack`` outside it."""
+    hull = corners[convex_hull_2d(corners)]
+    edges = np.roll(hull, -1, axis=0) - hull
+    to_point = point - hull
+    cross = (edges[:, 0] * to_point[:, 1] - edges[:, 1] * to_point[:, 0]) / np.linalg.norm(edges, axis=1)
+    return bool(np.all(cross >= -slack) or np.all(cross <= slack))
+
+
+def squat(obj, depth: float = 0.25):
+    pelvis = world_point(obj, "spine", 0.0)
+    return drag("spine", pelvis - np.array([0.0, 0.0, depth]), anchor=0.0)
+
+
+@pytest.mark.parametrize("solver", ["SR_INVERSE", "QUASI_NEWTON"])
+def test_pose_pins_hold_the_feet_while_the_pelvis_squats(bare_human, solver):
+    obj = bare_human
+    obj.welman_ik.solver = solver
+    pin(obj, ["foot.L", "foot.R"], kind="POSE")
+    before = {name: (world_point(obj, name), bone_rotation(obj, name)) for name in ("foot.L", "foot.R")}
+    assert squat(obj) == {"FINISHED"}
+    for name, (point, rotation) in before.items():
+        assert np.linalg.norm(world_point(obj, name) - point) <= 1.0 * MM
+        assert rotation_angle(bone_rotation(obj, name), rotation) <= math.radians(0.5)
+    assert world_point(obj, "spine", 0.0)[2] < before["foot.L"][0][2] + 1.0  # it did squat
+    assert obj.welman_ik.last_solve.converged
+    assert obj.welman_ik.last_solve.max_pin_error <= 1.0 * MM
+
+
+def test_orientation_pin_holds_only_the_axes_ticked(bare_human):
+    obj = bare_human
+    pin(obj, ["foot.L", "foot.R", "heel.02.L", "heel.02.R"])
+    pin(obj, ["hand.R"], kind="ORIENTATION", axes=(False, True, False))
+    held = axis_of(obj, "hand.R", "Y")
+    assert drag("hand.R", world_point(obj, "hand.R", 0.0) + np.array([0.1, -0.25, 0.2]), anchor=0.0) == {"FINISHED"}
+    assert float(np.arccos(np.clip(axis_of(obj, "hand.R", "Y") @ held, -1, 1))) <= 0.5 * DEG
+    assert obj.welman_ik.last_solve.converged
+
+
+def test_aim_keeps_the_head_looking_while_dragging(bare_human):
+    obj = bare_human
+    pin(obj, ["foot.L", "foot.R", "heel.02.L", "heel.02.R"])
+    axis = facing_axis(obj, "spine.006", (0.0, -1.0, 0.0))  # the head faces -Y
+    pin(obj, ["spine.006"], kind="AIM", aim_axis=axis)
+    aim = next(p for p in obj.welman_ik.pins if p.kind == "AIM")
+    target = np.array(aim.location)
+    hand = world_point(obj, "hand.R")
+    for step in (np.array([0.1, -0.3, -0.4]), np.array([0.3, -0.5, -0.7])):
+        assert drag("hand.R", hand + step) == {"FINISHED"}
+        head = world_point(obj, "spine.006", 0.0)
+        way = (target - head) / np.linalg.norm(target - head)
+        assert float(np.arccos(np.clip(axis_of(obj, "spine.006", axis) @ way, -1, 1))) <= 1.0 * DEG
+        assert max(pin_errors(obj).values()) <= 0.1 * MM
+
+
+def test_hands_together_meet_and_follow_the_drag(bare_human):
+    obj = bare_human
+    pin(obj, ["foot.L", "foot.R", "heel.02.L", "heel.02.R"])
+    scenes.select(obj, ["hand.L", "hand.R"])
+    obj.data.bones.active = obj.data.bones["hand.R"]
+    assert bpy.ops.welman_ik.pin(kind="TOGETHER") == {"FINISHED"}
+    scenes.select(obj, ())
+    together = next(p for p in obj.welman_ik.pins if p.kind == "TOGETHER")
+    assert (together.bone, together.target_bone) == ("hand.L", "hand.R")
+    chest = world_point(obj, "spine.003", 1.0)
+    target = chest + np.array([0.0, -0.35, -0.15])
+    assert drag("hand.R", target) == {"FINISHED"}
+    assert np.linalg.norm(world_point(obj, "hand.R") - target) <= 1.0 * MM
+    assert np.linalg.norm(world_point(obj, "hand.L") - world_point(obj, "hand.R")) <= 1.0 * MM
+    assert max(pin_errors(obj).values()) <= 0.1 * MM
+
+
+def test_line_plane_and_region(bare_human):
+    obj = bare_human
+    pin(obj, ["foot.L", "foot.R", "heel.02.L", "heel.02.R"])
+    pin(obj, ["hand.L"], kind="LINE")
+    pin(obj, ["forearm.L"], kind="PLANE")
+    pin(obj, ["spine.006"], kind="REGION", radius=0.03)
+    pins = {p.kind: p for p in obj.welman_ik.pins}
+    line, plane, region = pins["LINE"], pins["PLANE"], pins["REGION"]
+    np.testing.assert_allclose(np.array(line.direction), axis_of(obj, "hand.L", "Y"), atol=1e-6)
+    assert tuple(plane.direction) == (0.0, 0.0, 1.0) and region.radius == pytest.approx(0.03)
+    assert drag("hand.R", world_point(obj, "hand.R") + np.array([0.1, -0.25, -0.3])) == {"FINISHED"}
+    on_line = world_point(obj, "hand.L") - np.array(line.location)
+    d = np.array(line.direction)
+    assert np.linalg.norm(on_line - (on_line @ d) * d) <= 0.1 * MM
+    assert abs((world_point(obj, "forearm.L") - np.array(plane.location)) @ np.array(plane.direction)) <= 0.1 * MM
+    assert np.linalg.norm(world_point(obj, "spine.006") - np.array(region.location)) <= 0.03 + 0.1 * MM
+    assert obj.welman_ik.last_solve.converged
+
+
+def far_reach(obj):
+    hand = world_point(obj, "hand.R")
+    return drag("hand.R", hand + np.array([0.25, -0.75, -0.55]))
+
+
+def support_polygon(obj) -> np.ndarray:
+    return np.array([p.location for p in obj.welman_ik.pins if p.kind == "POSITION"])[:, :2]
+
+
+def test_balance_keeps_the_centre_of_mass_over_the_feet_in_a_far_reach(bare_human):
+    obj = bare_human
+    pin(obj, ["foot.L", "foot.R", "heel.02.L", "heel.02.R", "toe.L", "toe.R"])
+    polygon = support_polygon(obj)
+    assert inside_polygon(polygon, centre_of_mass(obj)[:2])
+
+    # Without balance the reach carries the centre of mass out past the toes.
+    scenes.select(obj, ())
+    start = {pb.name: (tuple(pb.rotation_quaternion), tuple(pb.location)) for pb in obj.pose.bones}
+    far_reach(obj)
+    assert not inside_polygon(polygon, centre_of_mass(obj)[:2])
+    for pb in obj.pose.bones:
+        pb.rotation_quaternion, pb.location = start[pb.name]
+
+    assert bpy.ops.welman_ik.pin(kind="BALANCE", use_support=True) == {"FINISHED"}
+    balance = next(p for p in obj.welman_ik.pins if p.kind == "BALANCE")
+    assert balance.bone == "" and balance.use_support
+    assert far_reach(obj) == {"FINISHED"}
+    assert inside_polygon(polygon, centre_of_mass(obj)[:2])
+    assert max(pin_errors(obj).values()) <= 0.1 * MM
+
+
+def test_balance_over_a_point(bare_human):
+    obj = bare_human
+    pin(obj, ["foot.L", "foot.R", "heel.02.L", "heel.02.R"])
+    assert bpy.ops.welman_ik.pin(kind="BALANCE") == {"FINISHED"}
+    balance = next(p for p in obj.welman_ik.pins if p.kind == "BALANCE")
+    over = np.array(balance.location)
+    far_reach(obj)
+    com = centre_of_mass(obj)
+    assert np.linalg.norm(com[:2] - over[:2]) <= 1.0 * MM
+    assert obj.welman_ik.last_solve.max_pin_error <= 1.0 * MM
+
+
+def test_every_field_survives_save_and_reload(bare_human, tmp_path):
+    obj = bare_human
+    pin(obj, ["hand.L"], kind="ORIENTATION", axes=(True, False, True))
+    pin(obj, ["forearm.L"], kind="PLANE")
+    pin(obj, ["spine.006"], kind="AIM", aim_axis="-Z")
+    pin(obj, ["hand.R"], kind="REGION", radius=0.07)
+    scenes.select(obj, ["foot.L", "foot.R"])
+    obj.data.bones.active = obj.data.bones["foot.R"]
+    bpy.ops.welman_ik.pin(kind="TOGETHER", anchor=0.5)
+    assert bpy.ops.welman_ik.pin(kind="BALANCE", use_support=False) == {"FINISHED"}
+    obj.pose.bones["spine"].welman_ik_mass = 12.5
+    fields = ("bone", "kind", "anchor", "location", "rotation", "axes", "direction", "radius", "aim_axis",
+              "target_bone", "target_anchor", "use_support", "weight", "enabled")
+
+    name = obj.name
+
+    def state():
+        o = bpy.data.objects[name]
+        return [tuple(tuple(v) if hasattr(v, "__len__") and not isinstance(v, str) else v
+                      for v in (getattr(p, f) for f in fields)) for p in o.welman_ik.pins]
+
+    before = state()
+    assert len(before) == 6
+    path = str(tmp_path / "kinds.blend")
+    bpy.ops.wm.save_as_mainfile(filepath=path)
+    bpy.ops.wm.open_mainfile(filepath=path)
+    assert state() == before
+    assert bpy.data.objects[name].pose.bones["spine"].welman_ik_mass == pytest.approx(12.5)
+
+
+def test_a_together_pin_on_a_missing_bone_is_refused(bare_human):
+    obj = bare_human
+    pin(obj, ["foot.L", "foot.R"])
+    scenes.select(obj, ["hand.L", "hand.R"])
+    obj.data.bones.active = obj.data.bones["hand.R"]
+    bpy.ops.welman_ik.pin(kind="TOGETHER")
+    scenes.select(obj, ())
+    next(p for p in obj.welman_ik.pins if p.kind == "TOGETHER").target_bone = "no.such.bone"
+    before = world_point(obj, "hand.R")
+    with pytest.raises(RuntimeError, match="no.such.bone"):
+        drag("hand.R", before + np.array([0.0, -0.2, 0.0]))
+    assert np.array_equal(world_point(obj, "hand.R"), before)
+
+
+def test_together_needs_two_bones(bare_human):
+    obj = bare_human
+    obj.data.bones.active = obj.data.bones["hand.R"]
+    scenes.select(obj, ["hand.L"])  # hand.R stays active, but not selected
+    with pytest.raises(RuntimeError, match="Together joins two bones"):
+        bpy.ops.welman_ik.pin(kind="TOGETHER")
+    assert len(obj.welman_ik.pins) == 0
+
+
+def test_shortcut_toggles_a_pin_while_dragging_and_cancel_takes_it_back(bare_human):
+    obj = bare_human
+    pin(obj, ["foot.L", "foot.R"])
+    before = [(p.bone, p.kind) for p in obj.welman_ik.pins]
+    session = DragSession(obj, "hand.R")
+    start = world_point(obj, "hand.R", 0.5)
+    session.move(start + np.array([0.0, -10.0, 0.0]), np.array([0.0, 1.0, 0.0]))
+    assert "pinned orientation" in session.toggle_pin(bpy.context, "ORIENTATION", "spine.006")
+    assert "pinned balance" in session.toggle_pin(bpy.context, "BALANCE", "")
+    assert [(p.bone, p.kind) for p in obj.welman_ik.pins][-2:] == [("spine.006", "ORIENTATION"), ("", "BALANCE")]
+    head = bone_rotation(obj, "spine.006")
+    goal = start + np.array([0.15, 0.0, -0.3])
+    session.move(goal + np.array([0.0, -10.0, 0.0]), np.array([0.0, 1.0, 0.0]))
+    assert rotation_angle(bone_rotation(obj, "spine.006"), head) <= 0.5 * DEG
+    assert "unpinned orientation" in session.toggle_pin(bpy.context, "ORIENTATION", "spine.006")
+    session.cancel()
+    assert [(p.bone, p.kind) for p in obj.welman_ik.pins] == before

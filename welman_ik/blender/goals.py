@@ -1,0 +1,236 @@
+"""Pins of every kind as the core's goals, and their errors on the pose Blender evaluates.
+
+A position pin is a point goal: the solve closes its loop on it (``evaluated.GoalSet``).
+Every other kind (orientation, pose, line, plane, aim, region, together, balance) is built
+here from the pin's fields into one core goal on the rig's model, and measured on the
+evaluated pose by the same goal: the model's joint frames that carry the goal's bones are
+replaced by the frames Blender evaluated, so a goal's error is the same formula on the
+solver's pose and on Blender's.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from mathutils import Quaternion
+
+from ..core import (
+    AimGoal,
+    BalanceGoal,
+    Goal,
+    Kinematics,
+    LineGoal,
+    OrientationGoal,
+    PlaneGoal,
+    PoseGoal,
+    RegionGoal,
+    TogetherGoal,
+)
+from ..core.masses import segment_masses
+from ..core.problem import goal_errors
+from .rig import RigError, RigModel
+
+POINT_KINDS = frozenset({"POSITION"})
+SHAPED_KINDS = frozenset({"ORIENTATION", "POSE", "LINE", "PLANE", "AIM", "REGION", "TOGETHER", "BALANCE"})
+SOLVABLE_PIN_KINDS = POINT_KINDS | SHAPED_KINDS
+SUPPORT_KINDS = frozenset({"POSITION", "POSE"})  # the pins whose places make a balance's support polygon
+LABELS = {"ORIENTATION": "orientation", "POSE": "pose", "LINE": "line", "PLANE": "plane", "AIM": "aim",
+          "REGION": "region", "TOGETHER": "together", "BALANCE": "balance", "POSITION": "position"}
+
+
+def describe(pin) -> str:
+    """How a message names a pin: its kind and bone."""
+    if pin.kind == "BALANCE":
+        return "the balance pin"
+    return f"the {LABELS.get(pin.kind, pin.kind.lower())} pin on '{pin.bone}'"
+
+
+def massive_bones(obj) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """(names, masses, centre-of-mass fractions along each bone) of the bones that carry
+    mass: the segment-mass table where the naming is recognised, else bone lengths; a bone's
+    own ``welman_ik_mass`` (when above 0) overrides either."""
+    pose_bones = obj.pose.bones
+    names = [pb.name for pb in pose_bones]
+    parents = {pb.name: (pb.parent.name if pb.parent else None) for pb in pose_bones}
+    lengths = np.array([pb.bone.length for pb in pose_bones], dtype=float)
+    overrides = {pb.name: float(pb.welman_ik_mass) for pb in pose_bones if getattr(pb, "welman_ik_mass", 0.0) > 0.0}
+    masses, fractions = segment_masses(names, parents, lengths, overrides)
+    keep = np.flatnonzero(np.asarray(masses) > 0.0)
+    return [names[i] for i in keep], np.asarray(masses, dtype=float)[keep], np.asarray(fractions, dtype=float)[keep]
+
+
+def centre_of_mass(obj) -> np.ndarray:
+    """The body's centre of mass [m, world] as Blender evaluated the pose."""
+    from .evaluated import anchor_points
+
+    names, masses, fractions = massive_bones(obj)
+    if not names:
+        raise RigError("No bone has mass; give some bones a mass (Bone > Welman IK)")
+    points = anchor_points(obj, names, fractions)
+    return masses @ points / masses.sum()
+
+
+def pin_bones(obj, pin) -> list[str]:
+    """The bones a pin's goal needs in the model."""
+    if pin.kind == "BALANCE":
+        return massive_bones(obj)[0]
+    if pin.kind == "TOGETHER":
+        return [pin.bone, pin.target_bone]
+    return [pin.bone]
+
+
+def check_pin(obj, pin, solver: str | None = None) -> None:
+    """Refuse a pin whose fields cannot make a goal, with the reason and the fix."""
+    what = describe(pin)
+    if pin.kind not in SOLVABLE_PIN_KINDS:
+        raise RigError(f"{what[0].upper() + what[1:]} is of an unknown kind '{pin.kind}'")
+    if pin.kind != "BALANCE" and pin.bone not in obj.pose.bones:
+        raise RigError(f"A pin holds bone '{pin.bone}', which no longer exists; unpin or clear it")
+    vectors = {"location": pin.location, "rotation": pin.rotation, "direction": pin.direction}
+    for name, value in vectors.items():
+        if not all(math.isfinite(v) for v in value):
+            raise RigError(f"The {name} of {what} is not a number (NaN or infinite)")
+    if pin.kind in {"ORIENTATION", "POSE"}:
+        if Quaternion(pin.rotation).magnitude < 1e-6:
+            raise RigError(f"The rotation of {what} is zero; pin it again to record the bone's orientation")
+        if not any(pin.axes):
+            raise RigError(f"{what[0].upper() + what[1:]} holds none of the bone's axes; tick at least one")
+    if pin.kind in {"LINE", "PLANE"} and np.linalg.norm(np.array(pin.direction)) < 1e-9:
+        raise RigError(f"The direction of {what} is zero; give the line's direction or the plane's normal")
+    if pin.kind == "REGION" and not (math.isfinite(pin.radius) and pin.radius >= 0.0):
+        raise RigError(f"The radius of {what} must be a number of at least 0")
+    if pin.kind == "TOGETHER":
+        if pin.target_bone not in obj.pose.bones:
+            raise RigError(f"{what[0].upper() + what[1:]} has no other bone ('{pin.target_bone}' does not exist); "
+                           "pin two bones together again")
+        if pin.target_bone == pin.bone:
+            raise RigError(f"{what[0].upper() + what[1:]} names the same bone twice; pin two different bones")
+    if pin.kind == "BALANCE":
+        if np.linalg.norm(np.array(pin.direction)) < 1e-9:
+            raise RigError("The balance pin's vertical direction is zero; set it to (0, 0, 1)")
+        if not massive_bones(obj)[0]:
+            raise RigError("Balance needs bones with mass; give some bones a mass (Bone > Welman IK)")
+    if solver is not None:
+        refused = getattr(_goal_class(pin.kind), "refused_by", {})
+        if solver in refused:
+            raise RigError(f"The {_solver_label(solver)} solver cannot hold {what}: {refused[solver]}")
+
+
+def _solver_label(solver: str) -> str:
+    return {"CCD": "CCD", "JACOBIAN_TRANSPOSE": "Jacobian transpose", "SR_INVERSE": "SR inverse",
+            "QUASI_NEWTON": "quasi-Newton"}.get(solver, solver)
+
+
+def _goal_class(kind: str) -> type[Goal]:
+    return {"ORIENTATION": OrientationGoal, "POSE": PoseGoal, "LINE": LineGoal, "PLANE": PlaneGoal,
+            "AIM": AimGoal, "REGION": RegionGoal, "TOGETHER": TogetherGoal, "BALANCE": BalanceGoal}.get(kind, Goal)
+
+
+def rotation_matrix_of(quaternion) -> np.ndarray:
+    """The 3x3 rotation of a (w, x, y, z) quaternion, normalised."""
+    return np.array(Quaternion(quaternion).normalized().to_matrix(), dtype=float)
+
+
+def world_length(model: RigModel, name: str) -> float:
+    """A bone's length as posed in the world [m] (the length an orientation is measured at)."""
+    kin = model.skeleton.forward(model.q0)
+    joint = model.bones[name].frame_joint
+    head, tail = kin.points(np.array([joint, joint]), np.array([np.zeros(3), model.anchor_local(name, 1.0)[1]]))
+    return max(float(np.linalg.norm(tail - head)), 1e-6)
+
+
+def support_points(pins, exclude=None) -> np.ndarray:
+    """(k, 3) where the enabled position and pose pins hold: the support polygon's corners."""
+    points = [np.array(p.location, dtype=float) for p in pins if p is not exclude and p.kind in SUPPORT_KINDS]
+    return np.array(points).reshape(-1, 3)
+
+
+def build(obj, model: RigModel, pin, priority: int, others=(), location=None, rotation_matrix=None) -> Goal:
+    """The core goal of one pin (any kind but POSITION) on ``model``; ``others``: the pins
+    in force with it (a balance on the support polygon takes its corners from them);
+    ``location``, ``rotation_matrix``: in place of the pin's own (a bake's follow pin)."""
+    kind, weight = pin.kind, float(pin.weight)
+    location = np.array(pin.location if location is None else location, dtype=float)
+    rotation = rotation_matrix if rotation_matrix is not None else rotation_matrix_of(pin.rotation)
+    if kind == "BALANCE":
+        names, masses, fractions = massive_bones(obj)
+        names_in = [n for n in names if n in model.bones]
+        keep = [i for i, n in enumerate(names) if n in model.bones]
+        joints = np.array([model.bones[n].frame_joint for n in names_in], dtype=np.intp)
+        local = np.array([model.anchor_local(n, float(fractions[i]))[1] for n, i in zip(names_in, keep)])
+        support = support_points(others, exclude=pin) if pin.use_support else None
+        if support is not None and not len(support):
+            raise RigError("The balance pin holds over the support polygon, but no position or pose pin is in "
+                           "force: pin the feet first, or untick Support Polygon")
+        return BalanceGoal(joints, local, masses[keep], location, direction=np.array(pin.direction, dtype=float),
+                           support=support, weight=weight, priority=priority)
+    joint, local = model.anchor_local(pin.bone, pin.anchor)
+    if kind == "ORIENTATION":
+        return OrientationGoal(joint, rotation, tuple(pin.axes), world_length(model, pin.bone),
+                               weight=weight, priority=priority)
+    if kind == "POSE":
+        return PoseGoal(joint, local, location, rotation, tuple(pin.axes),
+                        world_length(model, pin.bone), weight=weight, priority=priority)
+    if kind == "LINE":
+        return LineGoal(joint, local, location, np.array(pin.direction, dtype=float), weight=weight,
+                        priority=priority)
+    if kind == "PLANE":
+        return PlaneGoal(joint, local, location, np.array(pin.direction, dtype=float), weight=weight,
+                         priority=priority)
+    if kind == "AIM":
+        return AimGoal(joint, location, pin.aim_axis, world_length(model, pin.bone), weight=weight,
+                       priority=priority)
+    if kind == "REGION":
+        return RegionGoal(joint, local, location, float(pin.radius), weight=weight, priority=priority)
+    if kind == "TOGETHER":
+        other, other_local = model.anchor_local(pin.target_bone, pin.target_anchor)
+        return TogetherGoal(joint, local, other, other_local, weight=weight, priority=priority)
+    raise RigError(f"{describe(pin)} is of a kind the solver does not know ('{kind}')")
+
+
+def goal_joints(goal: Goal) -> np.ndarray:
+    """The joints whose frames carry a goal's points (the joints that move it are their
+    ancestors)."""
+    found = [np.atleast_1d(np.asarray(getattr(goal, name), dtype=np.intp))
+             for name in ("joint", "joints", "joint_a", "joint_b") if getattr(goal, name, None) is not None]
+    return np.unique(np.concatenate(found)) if found else np.zeros(0, dtype=np.intp)
+
+
+def evaluated_kinematics(obj, model: RigModel, q: np.ndarray, names=None) -> Kinematics:
+    """The model at ``q`` with the frames of the bones ``names`` (None: all of the model's)
+    as Blender evaluated them: a goal measured on it is measured on Blender's pose (call
+    ``evaluated.update`` first after a change)."""
+    kin = model.skeleton.forward(q)
+    frames = kin.frames.copy()
+    world = np.array(obj.matrix_world, dtype=float)
+    pose_bones = obj.pose.bones
+    for name in (model.bones if names is None else names):
+        b = model.bones[name]
+        frame = world @ np.array(pose_bones[name].matrix, dtype=float)
+        frame[:3, :3] = frame[:3, :3] / np.where(np.abs(b.scale) > 1e-12, b.scale, 1.0)[None, :]
+        frames[b.frame_joint] = frame
+    return Kinematics(model.skeleton, kin.q, frames)
+
+
+class ShapedPins:
+    """The pins of every kind but POSITION in one solve: their goals on the model and their
+    errors on the evaluated pose."""
+
+    def __init__(self, obj, model: RigModel, pins, priority: int, others=()):
+        self.obj, self.model = obj, model
+        self.pins = list(pins)
+        self.goals = [build(obj, model, p, priority, others) for p in self.pins]
+        self.names = sorted({n for p in self.pins for n in pin_bones(obj, p) if n in model.bones})
+
+    def __len__(self) -> int:
+        return len(self.goals)
+
+    def measure(self, q: np.ndarray) -> np.ndarray:
+        """Each goal's error [m] on the pose Blender evaluated (already updated)."""
+        if not self.goals:
+            return np.zeros(0)
+        return goal_errors(self.goals, evaluated_kinematics(self.obj, self.model, q, self.names))
+
+    def labels(self) -> list[str]:
+        return [describe(p) for p in self.pins]
