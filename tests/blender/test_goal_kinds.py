@@ -242,3 +242,48 @@ def test_shortcut_toggles_a_pin_while_dragging_and_cancel_takes_it_back(bare_hum
     assert "unpinned orientation" in session.toggle_pin(bpy.context, "ORIENTATION", "spine.006")
     session.cancel()
     assert [(p.bone, p.kind) for p in obj.welman_ik.pins] == before
+
+
+def keyed_squat(obj, depth: float = 0.2):
+    """Frame 1 the rest pose, frame 11 the pelvis ``depth`` lower (position pins on the feet
+    only while it is made): a squat whose feet roll and slide between the keys."""
+    scene = bpy.context.scene
+    scene.frame_current = 1
+    for pb in obj.pose.bones:
+        pb.keyframe_insert("rotation_quaternion", group=pb.name)
+        pb.keyframe_insert("location", group=pb.name)
+    pin(obj, ["foot.L", "foot.R"])
+    scene.frame_current = 11
+    squat(obj, depth)
+    for pb in obj.pose.bones:
+        pb.keyframe_insert("rotation_quaternion", group=pb.name)
+        pb.keyframe_insert("location", group=pb.name)
+    bpy.ops.welman_ik.clear_pins()
+    scene.frame_set(1)
+
+
+def test_bake_holds_pose_and_aim_pins_on_every_frame(bare_human):
+    obj = bare_human
+    keyed_squat(obj)
+    original = obj.animation_data.action
+    source = {(fc.data_path, fc.array_index): [tuple(k.co) for k in fc.keyframe_points] for fc in original.fcurves}
+    pin(obj, ["foot.L", "foot.R"], kind="POSE")
+    # Between the keys the source rolls the feet up to 122 degrees and slides them 65 mm, and
+    # turns the head 5.8 degrees off its target.
+    held = {p.bone: (np.array(p.location), Quaternion(p.rotation)) for p in obj.welman_ik.pins}
+    axis = facing_axis(obj, "spine.006", (0.0, -1.0, 0.0))
+    pin(obj, ["spine.006"], kind="AIM", aim_axis=axis)
+    target = np.array(next(p for p in obj.welman_ik.pins if p.kind == "AIM").location)
+    assert bpy.ops.welman_ik.bake(frame_start=1, frame_end=11) == {"FINISHED"}
+    assert obj.animation_data.action is not original
+    assert source == {(fc.data_path, fc.array_index): [tuple(k.co) for k in fc.keyframe_points]
+                      for fc in original.fcurves}
+    for frame in range(1, 12):
+        bpy.context.scene.frame_set(frame)
+        for name, (point, rotation) in held.items():
+            assert np.linalg.norm(world_point(obj, name) - point) <= 1.0 * MM, frame
+            assert rotation_angle(bone_rotation(obj, name), rotation) <= math.radians(0.5), frame
+        head = world_point(obj, "spine.006", 0.0)
+        way = (target - head) / np.linalg.norm(target - head)
+        assert float(np.arccos(np.clip(axis_of(obj, "spine.006", axis) @ way, -1, 1))) <= 1.0 * DEG, frame
+    assert obj.welman_ik.last_solve.converged
