@@ -256,6 +256,30 @@ class BalanceGoal(Goal):
         columns = kin.point_jacobian(self.joints[massive], points[massive])  # (m, 3, n)
         return rows @ np.einsum("m,min->in", self.shares[massive], columns)
 
+    @property
+    def one_sided(self) -> bool:
+        return self.support is not None
+
+    def boundary(self, kin: Kinematics, after: Kinematics):
+        if self.support is None:
+            return None
+        points = kin.points(self.joints, self.locals)
+        x_now = (self.shares @ points) @ self.basis
+        x_after = self.centre_of_mass(after) @ self.basis
+        if np.any(nearest_in_polygon(self.polygon, x_now)[0] != x_now):
+            return None  # outside now: the goal's own rows hold it
+        nearest, normal = nearest_in_polygon(self.polygon, x_after)
+        gap = x_after - nearest
+        size = float(np.linalg.norm(gap))
+        if size == 0.0:
+            return None  # still inside after the step
+        n2 = gap / size if normal is None else normal
+        n3 = self.basis @ n2
+        massive = self._massive
+        columns = kin.point_jacobian(self.joints[massive], points[massive])
+        row = n3 @ np.einsum("m,min->in", self.shares[massive], columns)
+        return row, float(n2 @ (nearest - x_now))
+
     def active(self, kin: Kinematics) -> bool:
         """False when the goal is met as an inequality (centre of mass over the support)."""
         return self._geometry(kin)[3] is not None

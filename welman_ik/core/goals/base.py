@@ -25,6 +25,7 @@ class Goal(ABC):
         self.priority = int(priority)
 
     rows = 3  # residual rows of one goal
+    one_sided = False  # an inequality: met anywhere inside a region (see ``boundary``)
 
     @abstractmethod
     def residual(self, kin: Kinematics) -> np.ndarray:
@@ -62,3 +63,10 @@ class Goal(ABC):
         ``targets``, each weighed as a point at its length would be (Welman 1993, section
         5.4: orientation). None by default."""
         return np.zeros(0, dtype=np.intp), np.zeros((0, 3)), np.zeros((0, 3)), np.zeros(0)
+
+    def boundary(self, kin: Kinematics, after: Kinematics) -> tuple[np.ndarray, float] | None:
+        """For a one-sided goal met at ``kin`` that a step would carry outside its region (at
+        ``after``): the linearised boundary it crossed, as a row r (n,) and a value v such
+        that r dq = v moves it onto the boundary (the solvers hold it there, free along the
+        boundary, instead of letting it step out and back in turn). None otherwise."""
+        return None

@@ -82,6 +82,20 @@ class RegionGoal(Goal):
     def jacobian(self, kin: Kinematics) -> np.ndarray:
         return self.stack([self], kin)[1]
 
+    one_sided = True
+
+    def boundary(self, kin: Kinematics, after: Kinematics):
+        now, later = self.point(kin), self.point(after)
+        if np.linalg.norm(now - self.centre) > self.radius:
+            return None  # outside now: the goal's own rows hold it
+        out = later - self.centre
+        distance = float(np.linalg.norm(out))
+        if distance <= self.radius:
+            return None
+        n = out / distance
+        row = n @ kin.point_jacobian(self.joint, now[None])[0]
+        return row, float(self.radius - n @ (now - self.centre))
+
     def active(self, kin: Kinematics) -> bool:
         """True when the point is outside the ball (the goal holds it)."""
         return bool(self._geometry([self], kin)[5][0])

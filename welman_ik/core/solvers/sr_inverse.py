@@ -71,6 +71,9 @@ DRIFT_SHARE = 0.1  # how much higher levels may lose per unit a lower level gain
 REFERENCE_SETTLED = 1e-4  # [rad] the reference's step below which a solve with goals met stops
 REFERENCE_PROGRESS = 0.1  # a reference that gains less than this share per iteration is done
 REFERENCE_DRIFT = 1e-3  # of the tree's size: how far a step toward the reference may move a goal
+STALL_SPAN = 8  # iterations over which a solve that gains nothing is stalled
+STALL_GAIN = 1e-3  # relative gain per STALL_SPAN iterations below which a solve is stalled (a crawl that slow
+# could not get much closer within any budget)
 REFERENCE_INERTIA = 2.0  # the reference level weighs each joint by the bone length it carries to this power
 
 
@@ -193,6 +196,7 @@ def _solve(problem: Problem, q0, deadline: float, swapped: bool = False) -> Solv
         groups[0], groups[1] = groups[1], groups[0]
     weights = np.array([g.weight for g in goals])
     tol = problem.tolerance
+    one_sided = [i for i, g in enumerate(goals) if g.one_sided and g.weight > 0.0]
 
     kin = sk.forward(q)
     size = kin.size_scale(np.array([g.point_pairs(kin)[2][0] for g in goals]) if goals else None)
@@ -221,7 +225,10 @@ def _solve(problem: Problem, q0, deadline: float, swapped: bool = False) -> Solv
     closest = np.inf  # the reference's smallest distance seen with the goals met
     # The last iterations of the budget serve the first level alone: when a lower level
     # cannot be met (a drag out of reach), what it drifted the first level by is undone.
-    polish_from = problem.max_iterations - max(3, problem.max_iterations // 10)
+    polish = max(3, problem.max_iterations // 10)
+    polish_from = problem.max_iterations - polish
+    end = problem.max_iterations
+    progress: list[list[float]] = []  # each level's distance at the start of each iteration
     keeper = FirstLevelKeeper(problem)
     for _ in range(problem.max_iterations):
         errors = goal_errors(goals, kin)
@@ -231,8 +238,16 @@ def _solve(problem: Problem, q0, deadline: float, swapped: bool = False) -> Solv
             settled = (q, kin)
         if not swapped:
             keeper.see(q, kin, errors)
-        if (goals_met and not preferred) or time.perf_counter() > deadline:
+        if (goals_met and not preferred) or time.perf_counter() > deadline or iterations >= end:
             break
+        if not goals_met:
+            # Stalled: no level has come closer by a relative STALL_GAIN over STALL_SPAN
+            # iterations (a goal out of reach, conflicting goals): the polish starts now.
+            progress.append([level_distance(errors, g) for g in groups])
+            if len(progress) > STALL_SPAN and iterations < polish_from:
+                before, now = progress[-1 - STALL_SPAN], progress[-1]
+                if all(b - n <= STALL_GAIN * max(b, tol) for b, n in zip(before, now)):
+                    polish_from, end = iterations, iterations + polish
         cols = np.flatnonzero(movable)
         if cols.size == 0:
             break
@@ -279,6 +294,18 @@ def _solve(problem: Problem, q0, deadline: float, swapped: bool = False) -> Solv
                     bound_rows = np.vstack([bound_rows, g[:, cols] * scale])
                     bound_values = np.concatenate([bound_values, b])
                     found = True
+            if one_sided and _pass < LIMIT_PASSES - 1:
+                # A one-sided goal (a region, the balance over its support) the step carries
+                # out of its region gets its linearised boundary as a constraint above the
+                # goals, as a joint range does: it slides along the boundary instead of
+                # stepping out and back in on alternate iterations.
+                after = sk.forward(problem.constrain(q + dq))
+                for i in one_sided:
+                    crossed = goals[i].boundary(kin, after)
+                    if crossed is not None:
+                        bound_rows = np.vstack([bound_rows, crossed[0][cols] * scale / size])
+                        bound_values = np.append(bound_values, crossed[1] / size)
+                        found = True
             if not (over.any() or found):
                 break
             fixed_x[over] = clamp_step(sk, q, dq)[cols][over] / scale[over]
