@@ -287,3 +287,25 @@ def test_bake_holds_pose_and_aim_pins_on_every_frame(bare_human):
         way = (target - head) / np.linalg.norm(target - head)
         assert float(np.arccos(np.clip(axis_of(obj, "spine.006", axis) @ way, -1, 1))) <= 1.0 * DEG, frame
     assert obj.welman_ik.last_solve.converged
+
+
+@pytest.mark.parametrize("kind", ["POSITION", "ORIENTATION", "POSE", "LINE", "PLANE", "AIM", "REGION", "TOGETHER",
+                                  "BALANCE"])
+def test_the_panel_edits_each_kind_fields(bare_human, kind):
+    from test_range_ui import draw
+
+    from welman_ik.blender import panel
+
+    obj = bare_human
+    if kind == "TOGETHER":
+        scenes.select(obj, ["hand.L", "hand.R"])
+        obj.data.bones.active = obj.data.bones["hand.R"]
+        assert bpy.ops.welman_ik.pin(kind=kind) == {"FINISHED"}
+    elif kind == "BALANCE":
+        assert bpy.ops.welman_ik.pin(kind=kind) == {"FINISHED"}
+    else:
+        pin(obj, ["hand.L"], kind=kind)
+    obj.welman_ik.active_pin_index = 0
+    shown = [c[1] for c in draw(panel.WELMAN_IK_PT_pins) if c[0] == "prop"]
+    assert "kind" in shown
+    assert set(panel.PIN_FIELDS[kind]) <= set(shown)

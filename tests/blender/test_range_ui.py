@@ -204,6 +204,13 @@ class Layout:
         self.calls.append(("operator", idname, kwargs.get("text")))
         return types.SimpleNamespace()
 
+    def operator_menu_enum(self, idname, prop, **kwargs):
+        self.calls.append(("operator_menu_enum", idname, prop))
+
+    def prop_search(self, data, name, search_data, search_name, **kwargs):
+        assert name in data.bl_rna.properties, name
+        self.calls.append(("prop", name, self.shown_active()))
+
     def label(self, text="", **kwargs):
         self.calls.append(("label", text))
 

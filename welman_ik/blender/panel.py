@@ -73,7 +73,11 @@ def draw_pin_fields(layout, pin, obj) -> None:
             layout.prop(pin, field)
         else:
             layout.prop(pin, field, text=label)
-    if pin.kind != "BALANCE":
+    if pin.kind == "BALANCE":
+        bone = active_pose_bone(obj)
+        if bone is not None:  # the masses the centre of mass is made of, bone by bone
+            layout.prop(bone, "welman_ik_mass", text=f"Mass of {bone.name}")
+    else:
         layout.prop(pin, "weight")
     if pin.frame_start or pin.frame_end:
         row = layout.row(align=True)
@@ -232,7 +236,6 @@ class WELMAN_IK_PT_range(SidebarPanel, bpy.types.Panel):
         pose_bone = active_pose_bone(context.object)
         rng = pose_bone.welman_ik_range
         layout.label(text=pose_bone.name, icon="BONE_DATA")
-        layout.prop(pose_bone, "welman_ik_mass", text="Mass (Balance)")
         col = layout.column(align=True)
         col.active = rng.use
         # Label, min, max on one row: the sidebar is too narrow for "Swing X Min" beside a field.
