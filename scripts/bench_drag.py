@@ -6,7 +6,7 @@ What it measures
     of 1 cm steps, as mouse events would move it: first straight toward a point in front
     of the chest, then along an arc around that point. Every target is reachable.
 
-    Welman IK, for each of its solvers (CCD, Jacobian transpose, SR inverse): one
+    Welman IK, for each of its solvers (CCD, Jacobian transpose, SR inverse, quasi-Newton): one
     ``DragSolver`` built once per drag (the hinge-tree model is cached, as in a modal
     drag), then per step ``solve(target)`` and ``apply(figures)``, which writes the pose,
     lets Blender evaluate it (``view_layer.update()``, what the viewport needs to redraw
@@ -66,7 +66,7 @@ ANCHOR = 1.0  # the tail
 STEP = 0.01  # metres per mouse event
 LINE_STEPS = 40  # straight toward the chest point, then an arc around it
 CHEST_POINT = np.array([-0.15, -0.30, 1.35])  # in front of the chest (the rig faces -Y)
-OUR_SOLVERS = ("CCD", "JACOBIAN_TRANSPOSE", "SR_INVERSE")
+OUR_SOLVERS = ("CCD", "JACOBIAN_TRANSPOSE", "SR_INVERSE", "QUASI_NEWTON")
 BLENDER_ITERATIONS = 500  # the IK constraint's default
 
 

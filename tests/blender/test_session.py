@@ -91,9 +91,9 @@ def test_chain_length_limits_what_moves(human):
 def test_solver_cycles_live(human):
     drag = DragSession(human, "hand.R")
     seen = [human.welman_ik.solver]
-    for _ in range(3):
+    for _ in range(4):
         seen.append(drag.cycle_solver())
-    assert seen[0] == seen[3] and len(set(seen)) == 3
+    assert seen[0] == seen[4] and len(set(seen)) == 4
     start = world_point(human, "hand.R", DEFAULT_ANCHOR)
     drag.move(*front_ray(start[0] + 0.05, start[2]))
     assert max(pin_errors(human).values()) <= 1e-3

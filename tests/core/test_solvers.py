@@ -1,4 +1,4 @@
-"""Behaviour of the three solvers (CCD, Jacobian transpose, SR inverse) on small chains.
+"""Behaviour of the solvers (CCD, Jacobian transpose, SR inverse, quasi-Newton) on small chains.
 
 Each test states the behaviour it pins down; tolerances are in metres unless noted.
 The one xfail documents a known limitation of CCD under sheared or non-uniformly scaled frames.
@@ -25,7 +25,7 @@ from welman_ik.core import SOLVERS, PositionGoal, Problem, Skeleton, SolveResult
 from welman_ik.core.problem import goal_errors
 
 ALL = list(SOLVERS)
-assert set(ALL) == {"CCD", "JACOBIAN_TRANSPOSE", "SR_INVERSE"}
+assert set(ALL) == {"CCD", "JACOBIAN_TRANSPOSE", "SR_INVERSE", "QUASI_NEWTON"}
 
 MIXED_AXES = [[0, 0, 1], [0, 1, 0], [1, 0, 0], [0, 0, 1], [0, 1, 0], [1, 0, 0], [0, 0, 1]]
 SEVEN_LENGTHS = [0.5, 0.4, 0.45, 0.3, 0.35, 0.25, 0.2]
@@ -123,7 +123,7 @@ def test_frozen_joint_never_changes(name: str, how: str) -> None:
     assert result.max_error < 0.1 * actual_error(problem, q0).max()
 
 
-@pytest.mark.parametrize("name", ["CCD", "SR_INVERSE"])
+@pytest.mark.parametrize("name", ["CCD", "SR_INVERSE", "QUASI_NEWTON"])
 @pytest.mark.parametrize("joint", [0, 2])
 def test_lower_mobility_moves_joint_less(name: str, joint: int) -> None:
     """In a redundant four-link planar arm, giving one joint mobility 0.2 instead of 1 makes
@@ -183,6 +183,7 @@ def test_solution_respects_limits(name: str, q0: list[float]) -> None:
         "CCD",
         "JACOBIAN_TRANSPOSE",
         "SR_INVERSE",
+        "QUASI_NEWTON",
     ],
 )
 def test_clamped_step_lands_exactly_on_limit(name: str) -> None:
@@ -257,6 +258,7 @@ def test_sr_task_priority_under_strong_conflict(a_first: bool) -> None:
         "CCD",
         "JACOBIAN_TRANSPOSE",
         "SR_INVERSE",
+        "QUASI_NEWTON",
     ],
 )
 def test_unreachable_target_ends_at_closest_point(name: str) -> None:
@@ -337,6 +339,7 @@ def _similarity(scale: float, mirror: bool) -> np.ndarray:
         ("CCD", True),
         ("JACOBIAN_TRANSPOSE", True),
         ("SR_INVERSE", True),
+        ("QUASI_NEWTON", True),
     ],
 )
 def test_rotated_scaled_base(name: str, mirror: bool) -> None:
@@ -360,7 +363,8 @@ NONUNIFORM_REASON = (
 
 @pytest.mark.parametrize(
     "name",
-    [pytest.param("CCD", marks=pytest.mark.xfail(reason=NONUNIFORM_REASON, strict=True)), "JACOBIAN_TRANSPOSE", "SR_INVERSE"],
+    [pytest.param("CCD", marks=pytest.mark.xfail(reason=NONUNIFORM_REASON, strict=True)), "JACOBIAN_TRANSPOSE", "SR_INVERSE",
+     "QUASI_NEWTON"],
 )
 def test_non_uniformly_scaled_base(name: str) -> None:
     """Scale (1, 2.5, 0.6) with a rotation: the Jacobian solvers still converge to 1e-5 m."""
@@ -382,6 +386,7 @@ def test_non_uniformly_scaled_base(name: str) -> None:
         "CCD",
         "JACOBIAN_TRANSPOSE",
         "SR_INVERSE",
+        "QUASI_NEWTON",
     ],
 )
 def test_zero_weight_goal_has_no_effect(name: str) -> None:

@@ -2,8 +2,8 @@
 
 skeleton: the hinge tree and its kinematics; goals: tasks with residual and Jacobian
 rows; masses: the segment mass model of the balance goal; limits: joint bounds; solvers:
-CCD, Jacobian transpose, SR inverse with task priority, all ``solve(problem, q0) ->
-SolveResult``.
+CCD, Jacobian transpose, SR inverse with task priority, quasi-Newton (BFGS with the limits
+as linear constraints), all ``solve(problem, q0) -> SolveResult``.
 """
 
 from .goals import (
