@@ -26,9 +26,10 @@ def _settle(obj):
         pb.location = (0.0, 0.0, 0.0)
 
 
+@pytest.mark.parametrize("solver", ["SR_INVERSE", "QUASI_NEWTON"])
 @pytest.mark.parametrize("target", REACHABLE, ids=[f"t{i}" for i in range(len(REACHABLE))])
-def test_sr_inverse_meets_reachable_targets(human, target):
-    human.welman_ik.solver = "SR_INVERSE"
+def test_newton_solvers_meet_reachable_targets(human, target, solver):
+    human.welman_ik.solver = solver
     assert drag("hand.R", target) == {"FINISHED"}
     assert np.linalg.norm(world_point(human, "hand.R") - target) <= 1e-4
     assert max(pin_errors(human).values()) <= 1e-4
@@ -72,7 +73,9 @@ def test_unreachable_target_closest_point(human):
     assert not settings.last_solve.converged
 
 
-def test_unreachable_with_limits_never_leaves_them(human):
+@pytest.mark.parametrize("solver", ["SR_INVERSE", "QUASI_NEWTON"])
+def test_unreachable_with_limits_never_leaves_them(human, solver):
+    human.welman_ik.solver = solver
     for name in ("upper_arm.R", "forearm.R", "spine.001", "spine.002"):
         pb = human.pose.bones[name]
         for axis in "xyz":
@@ -80,6 +83,10 @@ def test_unreachable_with_limits_never_leaves_them(human):
             setattr(pb, f"ik_min_{axis}", -0.4)
             setattr(pb, f"ik_max_{axis}", 0.4)
     target = world_point(human, "hand.R") + np.array([-2.0, -0.5, 0.5])
+    model_solver = DragSolver(human, human.welman_ik, "hand.R")
+    model_solver.solve(target)
+    sk = model_solver.model.skeleton
+    assert np.all(model_solver.q >= sk.lower) and np.all(model_solver.q <= sk.upper)  # exactly, in the model
     drag("hand.R", target)
     solver = DragSolver(human, human.welman_ik, "hand.R")
     sk = solver.model.skeleton
