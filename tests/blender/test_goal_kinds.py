@@ -309,3 +309,27 @@ def test_the_panel_edits_each_kind_fields(bare_human, kind):
     shown = [c[1] for c in draw(panel.WELMAN_IK_PT_pins) if c[0] == "prop"]
     assert "kind" in shown
     assert set(panel.PIN_FIELDS[kind]) <= set(shown)
+
+
+def test_undo_gives_back_every_field(bare_human):
+    obj = bare_human
+    name = obj.name
+    bpy.ops.ed.undo_push(message="start")
+    pin(obj, ["spine.006"], kind="AIM", aim_axis="-Z")
+    pin(obj, ["hand.R"], kind="REGION", radius=0.07)
+    assert bpy.ops.welman_ik.pin(kind="BALANCE", use_support=False) == {"FINISHED"}
+    bpy.ops.ed.undo_push(message="pinned")
+
+    def state():
+        return [(p.bone, p.kind, p.aim_axis, round(p.radius, 6), p.use_support, tuple(p.location))
+                for p in bpy.data.objects[name].welman_ik.pins]
+
+    pinned = state()
+    aim, region, balance = bpy.data.objects[name].welman_ik.pins
+    aim.aim_axis, region.radius, balance.use_support, balance.location = "X", 0.3, True, (1.0, 2.0, 3.0)
+    bpy.ops.ed.undo_push(message="edited")
+    assert state() != pinned
+    bpy.ops.ed.undo()
+    assert state() == pinned
+    bpy.ops.ed.undo()
+    assert state() == []
