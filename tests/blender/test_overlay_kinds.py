@@ -1,6 +1,6 @@
-"""The viewport overlay's drawing of every pin kind (``overlay.pin_geometry``: pure geometry,
-no window), on the Rigify basic human: where each shape is, and its colour flipping from held
-to missed when the pose moves away."""
+"""The viewport overlay's drawing of every pin kind (``pin_shapes.pin_geometry``: pure
+geometry, no window), on the Rigify basic human: where each shape is, and its colour flipping
+from held to missed when the pose moves away."""
 
 from __future__ import annotations
 
@@ -13,11 +13,11 @@ import pytest
 from conftest import pin
 from mathutils import Euler, Quaternion, Vector
 
-from welman_ik.blender import overlay
+from welman_ik.blender import overlay, pin_shapes
 from welman_ik.blender.goals import centre_of_mass
 
 FEET = ("toe.L", "toe.R", "heel.02.L", "heel.02.R")
-HELD, VIOLATED = overlay.PIN_HELD, overlay.PIN_VIOLATED
+HELD, VIOLATED = pin_shapes.PIN_HELD, pin_shapes.PIN_VIOLATED
 
 
 def add_pin(obj, kind: str, bone: str = "", **fields):
@@ -47,7 +47,7 @@ def point(obj, name: str, anchor: float = 1.0) -> np.ndarray:
 
 def geometry(obj, p) -> dict:
     bpy.context.view_layer.update()
-    return overlay.pin_geometry(obj, p)
+    return pin_shapes.pin_geometry(obj, p)
 
 
 def status(g: dict) -> str:
@@ -100,14 +100,14 @@ def test_orientation_pin_draws_the_goal_triad_at_the_head(bare_human):
     g = geometry(obj, p)
     assert status(g) == "HELD"
     assert np.allclose(parts(g, "POINTS"), [head], atol=1e-6)
-    for k, colour in enumerate((overlay.AXIS_HELD[0], overlay.AXIS_FREE[1], overlay.AXIS_HELD[2])):
+    for k, colour in enumerate((pin_shapes.AXIS_HELD[0], pin_shapes.AXIS_FREE[1], pin_shapes.AXIS_HELD[2])):
         segment = parts(g, "LINES", colour)
         assert segment.shape == (2, 3)
         assert np.allclose(segment[0], head, atol=1e-6)  # the triad's origin: the bone's head
         arm = segment[1] - segment[0]
-        assert np.linalg.norm(arm) == pytest.approx(max(overlay.TRIAD * length, overlay.TRIAD_MIN), rel=1e-5)
+        assert np.linalg.norm(arm) == pytest.approx(max(pin_shapes.TRIAD * length, pin_shapes.TRIAD_MIN), rel=1e-5)
         assert np.allclose(arm / np.linalg.norm(arm), axes[:, k], atol=1e-5)
-    for colour in (overlay.AXIS_FREE[0], overlay.AXIS_HELD[1], overlay.AXIS_FREE[2]):
+    for colour in (pin_shapes.AXIS_FREE[0], pin_shapes.AXIS_HELD[1], pin_shapes.AXIS_FREE[2]):
         assert not len(parts(g, "LINES", colour))
 
     pb = obj.pose.bones["forearm.L"]
@@ -115,14 +115,14 @@ def test_orientation_pin_draws_the_goal_triad_at_the_head(bare_human):
     pb.rotation_quaternion = Quaternion((1.0, 0.0, 0.0), math.radians(30.0))  # a bend: X held, Z turns
     g = geometry(obj, p)
     assert status(g) == "VIOLATED"
-    assert not overlay.pin_held(obj, p)
+    assert not pin_shapes.pin_held(obj, p)
     own = parts(g, "LINES", VIOLATED)  # the bone's own held axes, X and Z
     assert own.shape == (4, 3) and np.allclose(own[::2], head, atol=1e-6)
     _, _, turned, _ = bone(obj, "forearm.L")
     arms = (own[1::2] - own[::2]) / np.linalg.norm(own[1::2] - own[::2], axis=1)[:, None]
     assert np.allclose(arms, turned[:, [0, 2]].T, atol=1e-5)
     # The goal triad stays where the pin holds it.
-    goal_z = parts(g, "LINES", overlay.AXIS_HELD[2])
+    goal_z = parts(g, "LINES", pin_shapes.AXIS_HELD[2])
     assert np.allclose((goal_z[1] - goal_z[0]) / np.linalg.norm(goal_z[1] - goal_z[0]), axes[:, 2], atol=1e-5)
 
 
@@ -146,12 +146,12 @@ def test_pose_pin_draws_the_triad_and_the_point(bare_human):
     assert status(g) == "HELD"
     assert np.allclose(parts(g, "POINTS", HELD), [tail], atol=1e-6)
     for k in range(3):
-        assert np.allclose(parts(g, "LINES", overlay.AXIS_HELD[k])[0], head, atol=1e-6)
+        assert np.allclose(parts(g, "LINES", pin_shapes.AXIS_HELD[k])[0], head, atol=1e-6)
     move_object(obj, (0.1, 0.0, 0.0))  # moved, not turned
     g = geometry(obj, p)
     assert status(g) == "VIOLATED"
     assert np.allclose(parts(g, "LINES", VIOLATED), [point(obj, "hand.L"), tail], atol=1e-6)
-    assert np.allclose(parts(g, "LINES", overlay.AXIS_HELD[0])[0], head + [0.1, 0.0, 0.0], atol=1e-6)
+    assert np.allclose(parts(g, "LINES", pin_shapes.AXIS_HELD[0])[0], head + [0.1, 0.0, 0.0], atol=1e-6)
 
 
 def test_line_pin_draws_the_line_through_its_location(bare_human):
@@ -161,21 +161,21 @@ def test_line_pin_draws_the_line_through_its_location(bare_human):
     p = add_pin(obj, "LINE", "hand.L", location=here, direction=direction)
     g = geometry(obj, p)
     assert status(g) == "HELD"
-    line = parts(g, "LINES", overlay.SHAPE_HELD)
+    line = parts(g, "LINES", pin_shapes.SHAPE_HELD)
     assert line.shape == (2, 3)
     assert np.all(distance_to_line(line, here, direction) < 1e-6)  # on the line
     along = (line - here) @ direction
-    assert along[0] < 0.0 < along[1] and along[1] - along[0] >= 2.0 * overlay.LINE_HALF - 1e-6
+    assert along[0] < 0.0 < along[1] and along[1] - along[0] >= 2.0 * pin_shapes.LINE_HALF - 1e-6
     assert np.allclose(parts(g, "POINTS"), [here], atol=1e-6)
     move_object(obj, 0.3 * direction)  # along the line: still on it
     g = geometry(obj, p)
     assert status(g) == "HELD"
-    line = parts(g, "LINES", overlay.SHAPE_HELD)
-    assert ((line - here) @ direction)[1] >= 0.3 + overlay.LINE_HALF - 1e-6  # the segment reaches past the point
+    line = parts(g, "LINES", pin_shapes.SHAPE_HELD)
+    assert ((line - here) @ direction)[1] >= 0.3 + pin_shapes.LINE_HALF - 1e-6  # the segment reaches past the point
     move_object(obj, (0.0, 0.2, 0.0))  # off it
     g = geometry(obj, p)
     assert status(g) == "VIOLATED"
-    assert np.all(distance_to_line(parts(g, "LINES", overlay.SHAPE_VIOLATED), here, direction) < 1e-6)
+    assert np.all(distance_to_line(parts(g, "LINES", pin_shapes.SHAPE_VIOLATED), here, direction) < 1e-6)
     miss = parts(g, "LINES", VIOLATED)
     assert np.allclose(miss[0], point(obj, "hand.L"), atol=1e-6)
     assert distance_to_line(miss[1:], here, direction)[0] < 1e-6
@@ -189,17 +189,17 @@ def test_plane_pin_draws_a_patch_of_its_plane(bare_human):
     move_object(obj, (0.4, 0.0, 0.0))  # within the plane
     g = geometry(obj, p)
     assert status(g) == "HELD"
-    outline, fill = parts(g, "LINES", overlay.SHAPE_HELD), parts(g, "TRIS", overlay.FILL_HELD)
+    outline, fill = parts(g, "LINES", pin_shapes.SHAPE_HELD), parts(g, "TRIS", pin_shapes.FILL_HELD)
     assert len(outline) >= 8 and len(fill) == 6
     for shape in (outline, fill):
         assert np.allclose(shape[:, 2], here[2], atol=1e-6)  # in the plane
     centre = point(obj, "hand.L")
-    assert np.allclose(fill.min(axis=0)[:2], centre[:2] - overlay.PLANE_HALF, atol=1e-6)  # about the point
-    assert np.allclose(fill.max(axis=0)[:2], centre[:2] + overlay.PLANE_HALF, atol=1e-6)
+    assert np.allclose(fill.min(axis=0)[:2], centre[:2] - pin_shapes.PLANE_HALF, atol=1e-6)  # about the point
+    assert np.allclose(fill.max(axis=0)[:2], centre[:2] + pin_shapes.PLANE_HALF, atol=1e-6)
     move_object(obj, (0.0, 0.0, 0.15))
     g = geometry(obj, p)
     assert status(g) == "VIOLATED"
-    assert np.allclose(parts(g, "TRIS", overlay.FILL_VIOLATED)[:, 2], here[2], atol=1e-6)
+    assert np.allclose(parts(g, "TRIS", pin_shapes.FILL_VIOLATED)[:, 2], here[2], atol=1e-6)
     miss = parts(g, "LINES", VIOLATED)
     assert np.allclose(miss, [point(obj, "hand.L"), point(obj, "hand.L") - [0.0, 0.0, 0.15]], atol=1e-6)
 
@@ -221,7 +221,7 @@ def test_aim_pin_draws_the_ray_and_the_target(bare_human):
     ray = parts(g, "LINES", VIOLATED)
     assert np.allclose(ray[0], head, atol=1e-6)
     assert np.allclose((ray[1] - ray[0]) / np.linalg.norm(ray[1] - ray[0]), -axes[:, 2], atol=1e-5)
-    assert np.allclose(parts(g, "LINES", overlay.FAINT_VIOLATED), [head, target], atol=1e-6)
+    assert np.allclose(parts(g, "LINES", pin_shapes.FAINT_VIOLATED), [head, target], atol=1e-6)
 
 
 def test_region_pin_draws_its_sphere(bare_human):
@@ -231,15 +231,15 @@ def test_region_pin_draws_its_sphere(bare_human):
     centre = np.array(p.location)  # as stored (single precision)
     g = geometry(obj, p)
     assert status(g) == "HELD"
-    sphere = parts(g, "LINES", overlay.SHAPE_HELD)
-    assert len(sphere) == 3 * 2 * overlay.CIRCLE_SEGMENTS
+    sphere = parts(g, "LINES", pin_shapes.SHAPE_HELD)
+    assert len(sphere) == 3 * 2 * pin_shapes.CIRCLE_SEGMENTS
     assert np.allclose(np.linalg.norm(sphere - centre, axis=1), 0.1, atol=1e-6)
     for k in range(3):  # three great circles: each flat in one of the world planes through the centre
-        assert np.sum(np.abs(sphere[:, k] - centre[k]) < 1e-9) >= 2 * overlay.CIRCLE_SEGMENTS
+        assert np.sum(np.abs(sphere[:, k] - centre[k]) < 1e-9) >= 2 * pin_shapes.CIRCLE_SEGMENTS
     move_object(obj, (0.2, 0.0, 0.0))
     g = geometry(obj, p)
     assert status(g) == "VIOLATED"
-    assert np.allclose(np.linalg.norm(parts(g, "LINES", overlay.SHAPE_VIOLATED) - centre, axis=1), 0.1, atol=1e-6)
+    assert np.allclose(np.linalg.norm(parts(g, "LINES", pin_shapes.SHAPE_VIOLATED) - centre, axis=1), 0.1, atol=1e-6)
     miss = parts(g, "LINES", VIOLATED)
     assert np.allclose(miss[0], point(obj, "hand.L"), atol=1e-6)
     assert np.linalg.norm(miss[1] - centre) == pytest.approx(0.1, abs=1e-6)  # to the sphere
@@ -269,19 +269,19 @@ def test_balance_over_a_point_draws_the_plumb_line(bare_human):
     p = add_pin(obj, "BALANCE", location=target, direction=(0.0, 0.0, 1.0))
     g = geometry(obj, p)
     assert status(g) == "HELD"
-    plumb = parts(g, "LINES", overlay.SHAPE_HELD)
+    plumb = parts(g, "LINES", pin_shapes.SHAPE_HELD)
     assert np.allclose(plumb, [com, target], atol=1e-5)  # from the centre of mass down to the floor
     points = parts(g, "POINTS", HELD)
     assert any(np.allclose(q, com, atol=1e-5) for q in points)
     assert any(np.allclose(q, target, atol=1e-5) for q in points)
     p.direction = (0.0, 0.0, -1.0)  # the vertical's sign does not matter
-    assert np.allclose(parts(geometry(obj, p), "LINES", overlay.SHAPE_HELD), plumb, atol=1e-9)
+    assert np.allclose(parts(geometry(obj, p), "LINES", pin_shapes.SHAPE_HELD), plumb, atol=1e-9)
     p.direction = (0.0, 0.0, 1.0)
     move_object(obj, (0.0, 0.3, 0.0))
     g = geometry(obj, p)
     assert status(g) == "VIOLATED"
     com = centre_of_mass(obj)
-    ground = parts(g, "LINES", overlay.SHAPE_VIOLATED)
+    ground = parts(g, "LINES", pin_shapes.SHAPE_VIOLATED)
     assert np.allclose(ground, [com, [com[0], com[1], 0.0]], atol=1e-5)
     assert ground[1][2] < ground[0][2]  # the projection below the centre of mass
     assert np.allclose(parts(g, "LINES", VIOLATED), [[com[0], com[1], 0.0], target], atol=1e-5)
@@ -295,7 +295,7 @@ def test_balance_over_the_support_draws_the_polygon(bare_human):
     p = add_pin(obj, "BALANCE", location=centre_of_mass(obj), direction=(0.0, 0.0, 1.0), use_support=True)
     g = geometry(obj, p)
     assert status(g) == "HELD"
-    outline = parts(g, "LINES", overlay.SHAPE_HELD)
+    outline = parts(g, "LINES", pin_shapes.SHAPE_HELD)
     com = centre_of_mass(obj)
     plumb, loop = outline[:2], outline[2:]
     assert np.allclose(plumb[0], com, atol=1e-5)
@@ -307,16 +307,16 @@ def test_balance_over_the_support_draws_the_polygon(bare_human):
     for where in feet.values():
         assert np.min(np.linalg.norm(corners - where, axis=1)) < 1e-5  # the corners: the pins' locations
     assert np.allclose(loop[1::2], np.roll(loop[::2], -1, axis=0), atol=1e-9)  # each edge starts where one ends
-    assert len(parts(g, "TRIS", overlay.FILL_HELD)) == 3 * (len(FEET) - 2)
+    assert len(parts(g, "TRIS", pin_shapes.FILL_HELD)) == 3 * (len(FEET) - 2)
     move_object(obj, (0.0, -0.6, 0.0))  # the body leans out over the toes' line, the pins stay
     g = geometry(obj, p)
     assert status(g) == "VIOLATED"
-    corners = np.unique(np.round(parts(g, "LINES", overlay.SHAPE_VIOLATED)[2:], 6), axis=0)
+    corners = np.unique(np.round(parts(g, "LINES", pin_shapes.SHAPE_VIOLATED)[2:], 6), axis=0)
     assert len(corners) == len(FEET)
     # Disabled feet leave the polygon.
     for q in obj.welman_ik.pins[:2]:
         q.enabled = False
-    loop = parts(geometry(obj, p), "LINES", overlay.SHAPE_VIOLATED)[2:]
+    loop = parts(geometry(obj, p), "LINES", pin_shapes.SHAPE_VIOLATED)[2:]
     assert len(np.unique(np.round(loop, 6), axis=0)) == 2
 
 
@@ -339,11 +339,11 @@ def test_pinned_through_the_operator_every_kind_draws_held(bare_human):
     assert kinds == {"POSITION", "ORIENTATION", "POSE", "LINE", "PLANE", "AIM", "REGION", "TOGETHER", "BALANCE"}
     bpy.context.view_layer.update()
     for p in obj.welman_ik.pins:
-        g = overlay.pin_geometry(obj, p)
+        g = pin_shapes.pin_geometry(obj, p)
         assert g, f"{p.kind} drew nothing"
         # Two bones' tails pinned together are apart until a solve brings them together.
         assert status(g) == ("VIOLATED" if p.kind == "TOGETHER" else "HELD"), p.kind
-    merged = overlay.overlay_geometry(obj)
+    merged = pin_shapes.overlay_geometry(obj)
     for key, points in merged.items():
         size = {"LINES": 2, "TRIS": 3}.get(key[0], 1)
         assert points.ndim == 2 and points.shape[1] == 3 and len(points) % size == 0, key
@@ -380,8 +380,8 @@ def test_a_few_dozen_pins_are_cheap(bare_human):
     add_pin(obj, "BALANCE", direction=(0.0, 0.0, 1.0), use_support=True)
     assert len(obj.welman_ik.pins) == 33
     bpy.context.view_layer.update()
-    built = overlay.overlay_geometry(obj)
-    assert overlay.overlay_geometry(obj) is built  # nothing changed: the drawing is kept
+    built = pin_shapes.overlay_geometry(obj)
+    assert pin_shapes.overlay_geometry(obj) is built  # nothing changed: the drawing is kept
 
     def best(build: bool) -> float:
         fastest = math.inf
@@ -389,8 +389,8 @@ def test_a_few_dozen_pins_are_cheap(bare_human):
             started = time.perf_counter()
             for _ in range(10):
                 if build:
-                    overlay.Cache.key = None
-                overlay.overlay_geometry(obj)
+                    pin_shapes.Cache.key = None
+                pin_shapes.overlay_geometry(obj)
             fastest = min(fastest, (time.perf_counter() - started) / 10)
         return fastest
 
@@ -408,20 +408,20 @@ def test_the_kept_drawing_follows_every_change(bare_human):
     p = add_pin(obj, "REGION", "hand.L", location=here, radius=0.1)
     add_pin(obj, "BALANCE", direction=(0.0, 0.0, 1.0), location=centre_of_mass(obj))
     bpy.context.view_layer.update()
-    first = overlay.overlay_geometry(obj)
-    assert overlay.overlay_geometry(obj) is first
+    first = pin_shapes.overlay_geometry(obj)
+    assert pin_shapes.overlay_geometry(obj) is first
 
     def changed(change) -> dict:
-        before = overlay.overlay_geometry(obj)
+        before = pin_shapes.overlay_geometry(obj)
         change()
         bpy.context.view_layer.update()
-        after = overlay.overlay_geometry(obj)
+        after = pin_shapes.overlay_geometry(obj)
         assert after is not before
         return after
 
     changed(lambda: setattr(p, "radius", 0.2))
     changed(lambda: setattr(p, "location", here + np.array([0.3, 0.0, 0.0])))
-    assert any(c == VIOLATED for _, c in overlay.overlay_geometry(obj))
+    assert any(c == VIOLATED for _, c in pin_shapes.overlay_geometry(obj))
     changed(lambda: setattr(p, "enabled", False))
     changed(lambda: setattr(p, "enabled", True))
     changed(lambda: setattr(obj.pose.bones["forearm.L"], "rotation_quaternion", (0.9, 0.3, 0.0, 0.0)))
@@ -431,4 +431,4 @@ def test_the_kept_drawing_follows_every_change(bare_human):
     changed(lambda: setattr(p, "kind", "POSITION"))
     locked = obj.pose.bones["spine.004"]
     parts = changed(lambda: [setattr(locked, f"lock_ik_{a}", True) for a in "xyz"])
-    assert np.allclose(parts[("LOCKED", overlay.LOCKED)], [point(obj, "spine.004", 0.0)], atol=1e-6)
+    assert np.allclose(parts[("LOCKED", pin_shapes.LOCKED)], [point(obj, "spine.004", 0.0)], atol=1e-6)

@@ -1,5 +1,6 @@
-"""The joint range in the interface: the overlay's geometry (swing cone, twist arc) measured
-on real posed bones, and the Joint Range panel, the offer of human ranges and its dismissal."""
+"""The joint range in the interface: the overlay's geometry (``range_shapes``: swing cone,
+twist arc) measured on real posed bones, and the Joint Range panel, the offer of human ranges
+and its dismissal."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import scenes
 from mathutils import Euler, Matrix, Quaternion
 
 import welman_ik.blender
-from welman_ik.blender import overlay, panel
+from welman_ik.blender import panel, range_shapes
 
 BONE = "upper_arm.L"
 LIMITS = {"swing_x_min": -0.5, "swing_x_max": 1.1, "swing_z_min": -0.3, "swing_z_max": 0.6,
@@ -52,7 +53,7 @@ def limit(name: str) -> float:
 
 def outline(obj, pb) -> dict:
     bpy.context.view_layer.update()
-    return overlay.range_outline(obj, pb, segments=SEGMENTS)
+    return range_shapes.range_outline(obj, pb, segments=SEGMENTS)
 
 
 @pytest.mark.parametrize(("axis", "name", "index"), [
@@ -70,7 +71,7 @@ def test_bone_at_swing_limit_lies_on_the_rim(arm, axis, name, index):
     assert np.isclose(np.linalg.norm(shape["rim"] - shape["head"], axis=1), shape["length"]).all()
     assert shape["inside"]
     assert abs(shape["twist"]) <= 1e-5
-    assert abs(overlay.swing_measure(pb.welman_ik_range, *shape["swing"]) - 1.0) <= 1e-5
+    assert abs(range_shapes.swing_measure(pb.welman_ik_range, *shape["swing"]) - 1.0) <= 1e-5
 
     range_rotation(pb, swing(axis, limit(name) * 1.03))
     beyond = outline(obj, pb)
@@ -156,7 +157,7 @@ def test_range_frame_is_the_rest_frame_turned_by_roll(arm):
     """At rest the range frame's Y is the bone's, its X the bone's X turned by roll about Y."""
     obj, pb = arm
     bpy.context.view_layer.update()
-    frame = overlay.range_frame(obj, pb)
+    frame = range_shapes.range_frame(obj, pb)
     bone = np.array((obj.matrix_world @ pb.matrix).to_3x3().normalized())
     roll = limit("roll")
     assert np.allclose(frame[:, 1], bone[:, 1], atol=1e-6)
@@ -169,11 +170,11 @@ def test_overlay_draw_is_harmless_without_a_window(arm):
     handler is not run, but the lookup of the active bone is."""
     obj, pb = arm
     obj.data.bones.active = pb.bone
-    assert overlay.active_range_bone(obj) == pb
+    assert range_shapes.active_range_bone(obj) == pb
     pb.welman_ik_range.use = False
-    assert overlay.active_range_bone(obj) is None
+    assert range_shapes.active_range_bone(obj) is None
     obj.data.bones.active = None
-    assert overlay.active_range_bone(obj) is None
+    assert range_shapes.active_range_bone(obj) is None
 
 
 # --------------------------------------------------------------------------- panel
@@ -330,4 +331,4 @@ def test_overlay_decomposition_matches_the_solver():
     ]]
     expected = ranges.swing_twist(np.array([np.array(r) for r in rotations]))
     for i, rotation in enumerate(rotations):
-        assert np.allclose(overlay.swing_twist(np.array(rotation)), [float(e[i]) for e in expected], atol=1e-9)
+        assert np.allclose(range_shapes.swing_twist(np.array(rotation)), [float(e[i]) for e in expected], atol=1e-9)
