@@ -333,3 +333,26 @@ def test_undo_gives_back_every_field(bare_human):
     assert state() == pinned
     bpy.ops.ed.undo()
     assert state() == []
+
+
+def test_motion_edit_holds_pose_and_aim_pins_through_its_window(bare_human):
+    obj = bare_human
+    keyed_squat(obj, depth=0.1)
+    pin(obj, ["foot.L", "foot.R"], kind="POSE")
+    held = {p.bone: (np.array(p.location), Quaternion(p.rotation)) for p in obj.welman_ik.pins}
+    axis = facing_axis(obj, "spine.006", (0.0, -1.0, 0.0))
+    pin(obj, ["spine.006"], kind="AIM", aim_axis=axis)
+    target = np.array(next(p for p in obj.welman_ik.pins if p.kind == "AIM").location)
+    scene = bpy.context.scene
+    scene.frame_set(6)
+    hand = world_point(obj, "hand.R")
+    assert bpy.ops.welman_ik.edit_motion(bone="hand.R", target=tuple(hand + np.array([0.05, -0.1, 0.05])), frame=6,
+                                         falloff=3) == {"FINISHED"}
+    for frame in range(3, 10):
+        scene.frame_set(frame)
+        for name, (point, rotation) in held.items():
+            assert np.linalg.norm(world_point(obj, name) - point) <= 1.0 * MM, frame
+            assert rotation_angle(bone_rotation(obj, name), rotation) <= math.radians(0.5), frame
+        head = world_point(obj, "spine.006", 0.0)
+        way = (target - head) / np.linalg.norm(target - head)
+        assert float(np.arccos(np.clip(axis_of(obj, "spine.006", axis) @ way, -1, 1))) <= 1.0 * DEG, frame
