@@ -364,3 +364,16 @@ def test_motion_edit_holds_pose_and_aim_pins_through_its_window(bare_human):
         head = world_point(obj, "spine.006", 0.0)
         way = (target - head) / np.linalg.norm(target - head)
         assert float(np.arccos(np.clip(axis_of(obj, "spine.006", axis) @ way, -1, 1))) <= 1.0 * DEG, frame
+
+
+def test_the_mass_model_of_a_generated_rigify_rig_weighs_its_controls_once():
+    from welman_ik.blender.goals import massive_bones
+
+    scenes.empty_scene()
+    rig = scenes.generated_rigify()
+    names, masses, _ = massive_bones(rig)
+    assert masses.sum() == pytest.approx(1.0)
+    assert not [n for n in names if n.startswith(("ORG-", "DEF-", "MCH-")) or "tweak" in n or "_ik" in n]
+    assert {"thigh_fk.L", "shin_fk.R", "upper_arm_fk.L", "head"} <= set(names)
+    thigh = masses[names.index("thigh_fk.L")]
+    assert thigh == pytest.approx(0.1416, abs=1e-3)  # de Leva's thigh

@@ -29,6 +29,7 @@ from ..core import (
 )
 from ..core.masses import segment_masses
 from ..core.problem import goal_errors
+from . import driven
 from .rig import RigError, RigModel
 
 POINT_KINDS = frozenset({"POSITION"})
@@ -49,13 +50,16 @@ def describe(pin) -> str:
 def massive_bones(obj) -> tuple[list[str], np.ndarray, np.ndarray]:
     """(names, masses, centre-of-mass fractions along each bone) of the bones that carry
     mass: the segment-mass table where the naming is recognised, else bone lengths; a bone's
-    own ``welman_ik_mass`` (when above 0) overrides either."""
+    own ``welman_ik_mass`` (when above 0) overrides either. Bones hidden from the user (rig
+    mechanics: MCH, ORG, DEF collections) carry no mass, so no segment counts twice."""
     pose_bones = obj.pose.bones
     names = [pb.name for pb in pose_bones]
     parents = {pb.name: (pb.parent.name if pb.parent else None) for pb in pose_bones}
     lengths = np.array([pb.bone.length for pb in pose_bones], dtype=float)
     overrides = {pb.name: float(pb.welman_ik_mass) for pb in pose_bones if getattr(pb, "welman_ik_mass", 0.0) > 0.0}
-    masses, fractions = segment_masses(names, parents, lengths, overrides)
+    masses, fractions = segment_masses(names, parents, lengths, overrides)  # (the naming needs every bone)
+    hidden = driven.hidden_bones(obj) - set(overrides)
+    masses = np.where([name in hidden for name in names], 0.0, masses)
     keep = np.flatnonzero(np.asarray(masses) > 0.0)
     return [names[i] for i in keep], np.asarray(masses, dtype=float)[keep], np.asarray(fractions, dtype=float)[keep]
 
