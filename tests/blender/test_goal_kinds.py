@@ -377,3 +377,12 @@ def test_the_mass_model_of_a_generated_rigify_rig_weighs_its_controls_once():
     assert {"thigh_fk.L", "shin_fk.R", "upper_arm_fk.L", "head"} <= set(names)
     thigh = masses[names.index("thigh_fk.L")]
     assert thigh == pytest.approx(0.1416, abs=1e-3)  # de Leva's thigh
+    # Hiding bones in the viewport changes nothing.
+    for pb in rig.pose.bones:
+        if pb.name.startswith("upper_arm_fk"):
+            setattr(pb if "hide" in pb.bl_rna.properties else pb.bone, "hide", True)
+    assert massive_bones(rig)[0] == names
+    # Rigify's limbs on IK do not follow the FK controls the masses are on: refused, not missed.
+    bpy.ops.welman_ik.pin(kind="BALANCE")  # (no bone needed)
+    with pytest.raises(RuntimeError, match="IK_FK"):
+        bpy.ops.welman_ik.drag(bone="hand_ik.L", target=tuple(world_point(rig, "hand_ik.L") + np.array([0, 0, 0.05])))

@@ -120,12 +120,6 @@ def frozen_bones(obj, names) -> set[str]:
     return out
 
 
-def hidden_bones(obj) -> set[str]:
-    """The bones hidden from the user (as ``frozen_bones`` counts them): rig mechanics."""
-    rig = _Rig(obj)
-    return {pb.name for pb in rig.pose_bones if rig.hidden(pb.name)}
-
-
 def rigid_parent(obj, pose_bone) -> tuple[str, str] | None:
     """If the bone is re-parented rigidly by an enabled, influence-1 Armature constraint
     whose targets, after drivers are evaluated, give weight 1 to a single bone of the same

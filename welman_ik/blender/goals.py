@@ -11,6 +11,7 @@ solver's pose and on Blender's.
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 from mathutils import Quaternion
@@ -29,13 +30,13 @@ from ..core import (
 )
 from ..core.masses import segment_masses
 from ..core.problem import goal_errors
-from . import driven
 from .rig import RigError, RigModel
 
 POINT_KINDS = frozenset({"POSITION"})
 SHAPED_KINDS = frozenset({"ORIENTATION", "POSE", "LINE", "PLANE", "AIM", "REGION", "TOGETHER", "BALANCE"})
 SOLVABLE_PIN_KINDS = POINT_KINDS | SHAPED_KINDS
 SUPPORT_KINDS = frozenset({"POSITION", "POSE"})  # the pins whose places make a balance's support polygon
+MECHANICS = re.compile(r"^(ORG|DEF|MCH|VIS|WGT|TGT|CTRL)[-_.]", re.IGNORECASE)  # rig mechanics: no mass
 LABELS = {"ORIENTATION": "orientation", "POSE": "pose", "LINE": "line", "PLANE": "plane", "AIM": "aim",
           "REGION": "region", "TOGETHER": "together", "BALANCE": "balance", "POSITION": "position"}
 
@@ -50,18 +51,25 @@ def describe(pin) -> str:
 def massive_bones(obj) -> tuple[list[str], np.ndarray, np.ndarray]:
     """(names, masses, centre-of-mass fractions along each bone) of the bones that carry
     mass: the segment-mass table where the naming is recognised, else bone lengths; a bone's
-    own ``welman_ik_mass`` (when above 0) overrides either. Bones hidden from the user (rig
-    mechanics: MCH, ORG, DEF collections) carry no mass, so no segment counts twice."""
+    own ``welman_ik_mass`` (when above 0) overrides either. Rig mechanics (bones named ORG-,
+    DEF-, MCH-, ...) carry no mass, so no segment counts twice. What the viewport shows or
+    hides changes nothing."""
     pose_bones = obj.pose.bones
     names = [pb.name for pb in pose_bones]
     parents = {pb.name: (pb.parent.name if pb.parent else None) for pb in pose_bones}
     lengths = np.array([pb.bone.length for pb in pose_bones], dtype=float)
     overrides = {pb.name: float(pb.welman_ik_mass) for pb in pose_bones if getattr(pb, "welman_ik_mass", 0.0) > 0.0}
     masses, fractions = segment_masses(names, parents, lengths, overrides)  # (the naming needs every bone)
-    hidden = driven.hidden_bones(obj) - set(overrides)
-    masses = np.where([name in hidden for name in names], 0.0, masses)
+    mechanics = [bool(MECHANICS.match(name)) and name not in overrides for name in names]
+    masses = np.where(mechanics, 0.0, masses)
     keep = np.flatnonzero(np.asarray(masses) > 0.0)
     return [names[i] for i in keep], np.asarray(masses, dtype=float)[keep], np.asarray(fractions, dtype=float)[keep]
+
+
+def ik_limbs(obj) -> list[str]:
+    """The bones whose Rigify IK/FK switch (the ``IK_FK`` property) puts their limb on IK."""
+    return [pb.name for pb in obj.pose.bones
+            if isinstance(pb.get("IK_FK"), (int, float)) and float(pb.get("IK_FK")) < 0.999]
 
 
 def centre_of_mass(obj) -> np.ndarray:
@@ -113,8 +121,14 @@ def check_pin(obj, pin, solver: str | None = None) -> None:
     if pin.kind == "BALANCE":
         if np.linalg.norm(np.array(pin.direction)) < 1e-9:
             raise RigError("The balance pin's vertical direction is zero; set it to (0, 0, 1)")
-        if not massive_bones(obj)[0]:
+        names = massive_bones(obj)[0]
+        if not names:
             raise RigError("Balance needs bones with mass; give some bones a mass (Bone > Welman IK)")
+        switched = ik_limbs(obj) if any("_fk" in n for n in names) else []
+        if switched:
+            raise RigError(f"Balance weighs the rig's FK controls, but '{switched[0]}' has its limb on IK "
+                           "(IK_FK below 1), so the body does not follow them: switch the limbs to FK for "
+                           "balance, or pin balance on the metarig")
     if solver is not None:
         refused = getattr(_goal_class(pin.kind), "refused_by", {})
         if solver in refused:

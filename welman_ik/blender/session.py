@@ -116,16 +116,22 @@ class DragSession:
             raise RigError("Hover over another bone to hold it together with the dragged one")
         name = "" if kind == "BALANCE" else bone
         match = next((i for i, p in enumerate(pins) if p.kind == kind and p.bone == name), None)
-        if match is not None:
-            self.toggles.append(("removed", match, fields_of(pins[match])))
-            pins.remove(match)
+        if match is not None and pins[match].enabled:
+            before = fields_of(pins[match])
+            try:
+                pins.remove(match)
+                self.toggles.append(("removed", match, before))
+            except TypeError:  # a library override keeps its library's pins: disabled instead
+                pins[match].enabled = False
+                self.toggles.append(("changed", match, before))
             done = f"unpinned {kind.lower()} {name}".rstrip()
         else:
             pose_bones = [] if kind == "BALANCE" else [obj.pose.bones[bone]]
             other = obj.pose.bones[self.bone] if kind == "TOGETHER" else None
             (record,) = pin_records(context, obj, kind, pose_bones, 1.0, other=other)
-            add_pin(pins, record[0], kind, record[1])
-            self.toggles.append(("added", len(pins) - 1))
+            entry = ("changed", match, fields_of(pins[match])) if match is not None else None
+            add_pin(pins, record[0], kind, record[1])  # a disabled pin of the kind is replaced
+            self.toggles.append(entry or ("added", len(pins) - 1))
             done = f"pinned {kind.lower()} {name}".rstrip()
         try:
             self._rebuild()
@@ -133,6 +139,8 @@ class DragSession:
             self._undo_toggle()
             self._rebuild()
             raise
+        if self.goal is not None:  # the figures of the new goals (confirm settles from them)
+            self.figures = self.solver.apply(self.solver.solve(self.goal, time_budget=self.event_budget))
         return done
 
     def _undo_toggle(self) -> None:
@@ -141,10 +149,14 @@ class DragSession:
         if entry[0] == "added":
             pins.remove(entry[1])
             return
-        pin = pins.add()
+        if entry[0] == "changed":
+            pin = pins[entry[1]]
+        else:
+            pin = pins.add()
         for name, value in entry[2].items():
             setattr(pin, name, value)
-        pins.move(len(pins) - 1, entry[1])
+        if entry[0] == "removed":
+            pins.move(len(pins) - 1, entry[1])
 
     def confirm(self, context) -> list[str]:
         """Keep the pose, once the evaluated pose meets the goals as far as correcting can
