@@ -386,3 +386,55 @@ def test_the_mass_model_of_a_generated_rigify_rig_weighs_its_controls_once():
     bpy.ops.welman_ik.pin(kind="BALANCE")  # (no bone needed)
     with pytest.raises(RuntimeError, match="IK_FK"):
         bpy.ops.welman_ik.drag(bone="hand_ik.L", target=tuple(world_point(rig, "hand_ik.L") + np.array([0, 0, 0.05])))
+
+
+def test_bake_takes_a_balance_pin_with_a_frame_range_or_follow(bare_human):
+    obj = bare_human
+    keyed_squat(obj, 0.15)
+    pin(obj, ["foot.L", "foot.R"])
+    assert bpy.ops.welman_ik.pin(kind="BALANCE") == {"FINISHED"}
+    balance = next(p for p in obj.welman_ik.pins if p.kind == "BALANCE")
+    balance.frame_start, balance.frame_end = 5, 9
+    obj.welman_ik.motion_falloff = 3
+    assert bpy.ops.welman_ik.bake(frame_start=1, frame_end=11) == {"FINISHED"}
+    over = np.array(balance.location)
+    for frame in range(5, 10):
+        bpy.context.scene.frame_set(frame)
+        assert np.linalg.norm(centre_of_mass(obj)[:2] - over[:2]) <= 1.0 * MM, frame
+    balance.frame_start = balance.frame_end = 0
+    balance.follow = True  # (a balance pin has no animated place of its own: it holds its location)
+    assert bpy.ops.welman_ik.bake(frame_start=1, frame_end=11) == {"FINISHED"}
+
+
+def test_bake_refuses_a_support_balance_on_frames_without_support(bare_human):
+    obj = bare_human
+    keyed_squat(obj, 0.15)
+    pin(obj, ["foot.L", "foot.R"])
+    for p in obj.welman_ik.pins:
+        p.frame_start, p.frame_end = 1, 5
+    assert bpy.ops.welman_ik.pin(kind="BALANCE", use_support=True) == {"FINISHED"}
+    action = obj.animation_data.action
+    with pytest.raises(RuntimeError, match=r"frame\(s\) 6-11"):
+        bpy.ops.welman_ik.bake(frame_start=1, frame_end=11)
+    assert obj.animation_data.action is action
+
+
+def test_confirm_right_after_a_pin_toggle_keeps_the_drag(bare_human):
+    obj = bare_human
+    pin(obj, ["foot.L", "foot.R"])
+    session = DragSession(obj, "hand.R", event_budget=None)
+    session.move(np.array([-1.0, -10.0, 3.0]), np.array([0.0, 1.0, 0.0]))  # out of reach, up
+    session.toggle_pin(bpy.context, "ORIENTATION", "hand.L")
+    moved = session.confirm(bpy.context)
+    assert moved and not obj.welman_ik.last_solve.converged
+    assert "out of reach" in obj.welman_ik.last_solve.message
+    assert max(pin_errors(obj).values()) <= 0.1 * MM
+
+
+def test_a_pin_weight_that_is_not_a_number_is_refused(bare_human):
+    obj = bare_human
+    pin(obj, ["foot.L"])
+    pin(obj, ["spine.006"], kind="AIM")
+    obj.welman_ik.pins[1].weight = float("nan")
+    with pytest.raises(RuntimeError, match="weight of the aim pin on 'spine.006' is not a number"):
+        drag("hand.R", world_point(obj, "hand.R") + np.array([0.0, -0.1, 0.0]))

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import bpy
 import numpy as np
+from mathutils import Matrix, Quaternion
 
 from ..core import SOLVERS, PositionGoal, Problem, SolveResult
 from ..core.contacts import ease
@@ -23,7 +24,16 @@ from . import keyframes
 from .channels import PoseSnapshot
 from .evaluated import GoalSet, Measured, anchor_points, measure
 from .evaluated import slack as evaluated_slack
-from .goals import SHAPED_KINDS, SOLVABLE_PIN_KINDS, check_pin, describe, pin_bones
+from .goals import (
+    SHAPED_KINDS,
+    SOLVABLE_PIN_KINDS,
+    SUPPORT_KINDS,
+    check_numbers,
+    check_pin,
+    describe,
+    pin_bones,
+    support_points,
+)
 from .rig import RigError, RigModel, chain_to_root
 from .solve import (
     Figures,
@@ -93,6 +103,8 @@ def check(obj, frame_start: int, frame_end: int, step: int, edit: MotionEdit | N
                        "make it local first")
     check_pin_bones(obj, [p for p in obj.welman_ik.pins if p.enabled])
     for pin in obj.welman_ik.pins:
+        if pin.enabled:
+            check_numbers(pin)
         if pin.enabled and pin.kind in SHAPED_KINDS:
             check_pin(obj, pin, obj.welman_ik.solver)
     if edit is not None:
@@ -201,6 +213,13 @@ class Baker:
         pinned |= {p.target_bone for p in in_force if p.kind == "TOGETHER"}
         carried = {n for p in in_force if p.kind == "BALANCE" for n in pin_bones(obj, p)}
         self.names = sorted(pinned | carried | ({edit.bone} if edit is not None else set()))
+        bare = [f for f in self.frames
+                if any(p.kind == "BALANCE" and p.use_support for p in self._pins(f))
+                and not any(p.kind in SUPPORT_KINDS for p in self._pins(f))]
+        if bare:
+            raise RigError("The balance pin holds over the support polygon, but no position or pose pin is in force "
+                           f"on frame(s) {frame_ranges(bare)}: give the balance pin the frames of the plants, or "
+                           "untick Support Polygon")
         check_goal_bones(obj, edit.bone if edit is not None else None, sorted(pinned))
         chains = {pb.name for name in self.names for pb in chain_to_root(obj.pose.bones[name])}
         self.sampler = Sampler(context.scene, obj, chains, direct)
@@ -254,7 +273,7 @@ class Baker:
         reach = rig_reach(self.obj)
         return {i: check_goal_point(f"The location of {describe(pin)}", pin.location, reach)
                 for i, pin in enumerate(self.settings.pins)
-                if not pin.follow and pin.enabled and (pin.bone in self.names or pin.kind == "BALANCE")}
+                if pin.enabled and ((not pin.follow and pin.bone in self.names) or pin.kind == "BALANCE")}
 
     def _open_ends(self, frame_start: int, frame_end: int) -> tuple[bool, bool]:
         """Whether the action goes on before and after the baked range (a bake in a longer
@@ -287,6 +306,8 @@ class Baker:
         changed: dict[int, np.ndarray] = {}
         for i in sorted(self.fixed_goals, key=lambda k: self.settings.pins[k].frame_start):
             pin = self.settings.pins[i]
+            if pin.kind not in {"POSITION", "POSE"}:
+                continue  # (the other kinds hold in full from their first frame)
             start = pin.frame_start
             if (pin.frame_start == 0 and pin.frame_end == 0) or start not in self.solved or start == self.frames[0]:
                 continue
@@ -347,26 +368,42 @@ class Baker:
     def done(self) -> bool:
         return self.index >= len(self.frames)
 
-    def pin_targets(self, frame: int, model: RigModel, animated) -> list[tuple]:
-        """(pin, world target) of each pin in force on ``frame``: a follow pin where the
-        animation (``animated``: the model's forward kinematics there) puts its point."""
+    def pin_targets(self, frame: int, model: RigModel, animated, share: float = 1.0) -> list[tuple]:
+        """(pin, target) of each pin in force on ``frame``. A position pin's target is a world
+        point: a follow pin's where the animation (``animated``: the model's forward
+        kinematics there) puts it. The other kinds' is the fields their goal is built with
+        (``_shaped_fields``). ``share`` < 1 (near a range end the action goes on past): each
+        goal eased that share of the way from the animated pose."""
         all_pins = list(self.settings.pins)
-        return [(pin, self._point(model, animated, pin.bone, pin.anchor) if pin.follow and pin.kind != "BALANCE"
-                 else self.fixed_goals[all_pins.index(pin)]) for pin in self._pins(frame)]
+        out = []
+        for pin in self._pins(frame):
+            if pin.kind in SHAPED_KINDS:
+                out.append((pin, self._shaped_fields(model, animated, pin, share)))
+                continue
+            origin = self._point(model, animated, pin.bone, pin.anchor)
+            target = origin if pin.follow else self.fixed_goals[all_pins.index(pin)]
+            out.append((pin, origin + share * (target - origin) if share < 1.0 else target))
+        return out
 
-    def _shaped_fields(self, model: RigModel, animated, pin) -> dict:
+    def _shaped_fields(self, model: RigModel, animated, pin, share: float = 1.0) -> dict:
         """The fields a pin of another kind than POSITION is built with on a frame: a follow
-        pin's place and orientation are where the animation puts its bone."""
-        if not pin.follow or pin.kind in {"TOGETHER", "BALANCE"}:
+        pin's place and orientation are where the animation puts its bone; with ``share`` < 1
+        a place and an orientation are eased that share of the way from the animated ones
+        (an aim, a together and a balance pin hold in full)."""
+        if pin.kind in {"TOGETHER", "BALANCE", "AIM"} or (not pin.follow and share >= 1.0):
             return {}
         joint, local = model.anchor_local(pin.bone, pin.anchor)
+        origin = animated.points(np.array([joint]), local[None])[0]
         frame = animated.frames[joint]
-        fields = {"location": animated.points(np.array([joint]), local[None])[0]}
+        axes = frame[:3, :3] / np.linalg.norm(frame[:3, :3], axis=0)
+        location = origin if pin.follow else np.array(pin.location, dtype=float)
+        fields = {"location": origin + share * (location - origin)}
         if pin.kind in {"ORIENTATION", "POSE"}:
-            axes = frame[:3, :3] / np.linalg.norm(frame[:3, :3], axis=0)
+            if not pin.follow:
+                animated_turn = Matrix([list(row) for row in axes]).to_quaternion()
+                held = Quaternion(pin.rotation).normalized()
+                axes = np.array(animated_turn.slerp(held, share).to_matrix(), dtype=float)
             fields["rotation_matrix"] = axes
-        if pin.kind == "AIM":
-            fields.pop("location")  # the target stays: the animation aims the bone, the pin keeps it aimed
         return fields
 
     def next(self) -> float:
@@ -381,19 +418,17 @@ class Baker:
         # left), or with pins_first off, above them.
         pin_priority, edit_priority = (0, 1) if edit is None or self.settings.pins_first else (1, 0)
         share = self.range_weight(frame)
-        in_force = self.pin_targets(frame, model, animated)
-        shaped = [(pin, self._shaped_fields(model, animated, pin)) for pin, _ in in_force if pin.kind in SHAPED_KINDS]
+        # Near an end of the range, where the action goes on, each goal is eased in or out.
+        in_force = self.pin_targets(frame, model, animated, share)
+        shaped = [(pin, fields) for pin, fields in in_force if pin.kind in SHAPED_KINDS]
         for pin, target in in_force:
             if pin.kind in SHAPED_KINDS:
                 continue
             joint, local = model.anchor_local(pin.bone, pin.anchor)
-            if share < 1.0:  # near an end of the range, where the action goes on: eased in or out
-                origin = self._point(model, animated, pin.bone, pin.anchor)
-                target = origin + share * (target - origin)
             goals.append(PositionGoal(joint, local, target, weight=pin.weight, priority=pin_priority))
             log.append((pin.bone, pin.anchor, target, pin.weight, pin_priority))
-        others = [pin for pin, _ in in_force]
-        goals += [shaped_goals.build(self.obj, model, pin, pin_priority, others, **fields) for pin, fields in shaped]
+        support = support_points(in_force)
+        goals += [shaped_goals.build(self.obj, model, pin, pin_priority, support, **fields) for pin, fields in shaped]
         if edit is not None:
             joint, local = model.anchor_local(edit.bone, edit.anchor)
             target = self._point(model, animated, edit.bone, edit.anchor) + edit.weight(frame) * edit.displacement
@@ -465,7 +500,7 @@ class Baker:
             self.goal_log[frame] = (list(bones), anchors, np.array(targets).reshape(-1, 3), weights,
                                     result.iterations)
             self.priorities[frame] = priorities
-            self.shaped_log[frame] = [(pin, fields, pin_priority) for pin, fields in shaped]
+            self.shaped_log[frame] = ([(pin, fields, pin_priority) for pin, fields in shaped], support)
         return float(result.errors[:reported].max(initial=0.0))
 
     def finish(self, in_place: bool = False):
@@ -500,16 +535,15 @@ class Baker:
             scene.frame_set(frame)
             goals = GoalSet(bones, anchors, targets, weights)
             measured = measure(goals, anchor_points(self.obj, bones, goals.anchors), tolerance)
-            shaped = self.shaped_log.get(frame, [])
+            shaped = self.shaped_log.get(frame, ([], None))[0]
             if shaped:
                 measured = self._with_shaped(measured, frame, shaped, tolerance)
             out[frame] = measured
         return out
 
     def _shaped_goals(self, model: RigModel, frame: int) -> list:
-        entries = self.shaped_log.get(frame, [])
-        others = [pin for pin, *_ in entries] + [p for p in self._pins(frame) if p.kind == "POSITION"]
-        return [shaped_goals.build(self.obj, model, pin, priority, others, **fields)
+        entries, support = self.shaped_log.get(frame, ([], None))
+        return [shaped_goals.build(self.obj, model, pin, priority, support, **fields)
                 for pin, fields, priority in entries]
 
     def _with_shaped(self, measured: Measured, frame: int, entries: list, tolerance: float) -> Measured:
@@ -534,7 +568,7 @@ class Baker:
         """How the figures name each goal of a frame, in the order ``measure_frames`` gives."""
         bones = list(self.goal_log[frame][0])
         cut = len(bones) - (1 if self.edit is not None else 0)
-        shaped = [describe(pin) for pin, *_ in self.shaped_log.get(frame, [])]
+        shaped = [describe(pin) for pin, *_ in self.shaped_log.get(frame, ([], None))[0]]
         return bones[:cut] + shaped + bones[cut:]
 
     def close_loop(self) -> dict[int, Measured]:

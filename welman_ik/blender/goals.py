@@ -99,6 +99,7 @@ def check_pin(obj, pin, solver: str | None = None) -> None:
         raise RigError(f"{what[0].upper() + what[1:]} is of an unknown kind '{pin.kind}'")
     if pin.kind != "BALANCE" and pin.bone not in obj.pose.bones:
         raise RigError(f"A pin holds bone '{pin.bone}', which no longer exists; unpin or clear it")
+    check_numbers(pin)
     vectors = {"location": pin.location, "rotation": pin.rotation, "direction": pin.direction}
     for name, value in vectors.items():
         if not all(math.isfinite(v) for v in value):
@@ -135,6 +136,13 @@ def check_pin(obj, pin, solver: str | None = None) -> None:
             raise RigError(f"The {_solver_label(solver)} solver cannot hold {what}: {refused[solver]}")
 
 
+def check_numbers(pin) -> None:
+    """Refuse a pin whose weight or anchors are not numbers (a script can store NaN)."""
+    for name in ("weight", "anchor", "target_anchor"):
+        if not math.isfinite(getattr(pin, name)):
+            raise RigError(f"The {name.replace('_', ' ')} of {describe(pin)} is not a number (NaN or infinite)")
+
+
 def _solver_label(solver: str) -> str:
     return {"CCD": "CCD", "JACOBIAN_TRANSPOSE": "Jacobian transpose", "SR_INVERSE": "SR inverse",
             "QUASI_NEWTON": "quasi-Newton"}.get(solver, solver)
@@ -158,16 +166,24 @@ def world_length(model: RigModel, name: str) -> float:
     return max(float(np.linalg.norm(tail - head)), 1e-6)
 
 
-def support_points(pins, exclude=None) -> np.ndarray:
-    """(k, 3) where the enabled position and pose pins hold: the support polygon's corners."""
-    points = [np.array(p.location, dtype=float) for p in pins if p is not exclude and p.kind in SUPPORT_KINDS]
-    return np.array(points).reshape(-1, 3)
+def support_points(pins) -> np.ndarray:
+    """(k, 3) where (pin, target) pairs of position and pose pins hold: the support polygon's
+    corners. A target is a position pin's point, or a pose pin's fields (``location`` when
+    it moves: a follow pin in a bake), else the pin's own ``location``."""
+    points = []
+    for pin, target in pins:
+        if pin.kind == "POSITION":
+            points.append(np.asarray(target, dtype=float))
+        elif pin.kind == "POSE":
+            fields = target if isinstance(target, dict) else {}
+            points.append(np.asarray(fields.get("location", pin.location), dtype=float))
+    return np.array(points, dtype=float).reshape(-1, 3)
 
 
-def build(obj, model: RigModel, pin, priority: int, others=(), location=None, rotation_matrix=None) -> Goal:
-    """The core goal of one pin (any kind but POSITION) on ``model``; ``others``: the pins
-    in force with it (a balance on the support polygon takes its corners from them);
-    ``location``, ``rotation_matrix``: in place of the pin's own (a bake's follow pin)."""
+def build(obj, model: RigModel, pin, priority: int, support=None, location=None, rotation_matrix=None) -> Goal:
+    """The core goal of one pin (any kind but POSITION) on ``model``; ``support``: the
+    support polygon's corners (``support_points``) for a balance over it; ``location``,
+    ``rotation_matrix``: in place of the pin's own (a bake's follow pin, or one eased in)."""
     kind, weight = pin.kind, float(pin.weight)
     location = np.array(pin.location if location is None else location, dtype=float)
     rotation = rotation_matrix if rotation_matrix is not None else rotation_matrix_of(pin.rotation)
@@ -177,7 +193,7 @@ def build(obj, model: RigModel, pin, priority: int, others=(), location=None, ro
         keep = [i for i, n in enumerate(names) if n in model.bones]
         joints = np.array([model.bones[n].frame_joint for n in names_in], dtype=np.intp)
         local = np.array([model.anchor_local(n, float(fractions[i]))[1] for n, i in zip(names_in, keep)])
-        support = support_points(others, exclude=pin) if pin.use_support else None
+        support = (np.zeros((0, 3)) if support is None else np.asarray(support)) if pin.use_support else None
         if support is not None and not len(support):
             raise RigError("The balance pin holds over the support polygon, but no position or pose pin is in "
                            "force: pin the feet first, or untick Support Polygon")
@@ -235,10 +251,11 @@ class ShapedPins:
     """The pins of every kind but POSITION in one solve: their goals on the model and their
     errors on the evaluated pose."""
 
-    def __init__(self, obj, model: RigModel, pins, priority: int, others=()):
+    def __init__(self, obj, model: RigModel, pins, priority: int, support=None):
+        """``pins``: (pin, fields) pairs (fields: ``build``'s overrides, usually none)."""
         self.obj, self.model = obj, model
-        self.pins = list(pins)
-        self.goals = [build(obj, model, p, priority, others) for p in self.pins]
+        self.pins = [p for p, _ in pins]
+        self.goals = [build(obj, model, p, priority, support, **fields) for p, fields in pins]
         self.names = sorted({n for p in self.pins for n in pin_bones(obj, p) if n in model.bones})
 
     def __len__(self) -> int:

@@ -229,7 +229,9 @@ class WELMAN_IK_OT_unpin(SelectionOperator, bpy.types.Operator):
             return {"CANCELLED"}
         names = {pb.name for pb in bones}
         obj = context.object
-        report_removed(self, obj, *remove_pins(obj, [i for i, p in enumerate(obj.welman_ik.pins) if p.bone in names]))
+        held = [i for i, p in enumerate(obj.welman_ik.pins)
+                if p.bone in names or (p.kind == "TOGETHER" and p.target_bone in names)]
+        report_removed(self, obj, *remove_pins(obj, held))
         return {"FINISHED"}
 
 

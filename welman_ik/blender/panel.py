@@ -28,7 +28,10 @@ class WELMAN_IK_UL_pins(bpy.types.UIList):
         row = layout.row(align=True)
         pose = data.id_data.pose
         body = row.row(align=True)
-        if item.kind == "BALANCE" or (pose is not None and item.bone in pose.bones):
+        missing = None if item.kind == "BALANCE" or (pose is not None and item.bone in pose.bones) else item.bone
+        if missing is None and item.kind == "TOGETHER" and (pose is None or item.target_bone not in pose.bones):
+            missing = item.target_bone
+        if missing is None:
             body.prop(item, "enabled", text="")
             name = "centre of mass" if item.kind == "BALANCE" else item.bone
             if item.kind == "TOGETHER":
@@ -39,7 +42,7 @@ class WELMAN_IK_UL_pins(bpy.types.UIList):
         else:
             # Renamed or deleted: kept (the solver refuses it), greyed, with the reason.
             body.active = False
-            body.label(text=f"bone '{item.bone}' missing", icon="ERROR")
+            body.label(text=f"bone '{missing}' missing", icon="ERROR")
         row.operator("welman_ik.remove_pin", text="", icon="X", emboss=False).index = index
 
 

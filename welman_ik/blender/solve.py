@@ -14,7 +14,17 @@ from . import driven, keyframes
 from .evaluated import FLOAT32_SLACK, GoalSet, Measured, anchor_points
 from .evaluated import measure as evaluated_measure
 from .evaluated import slack as evaluated_slack
-from .goals import POINT_KINDS, SHAPED_KINDS, SOLVABLE_PIN_KINDS, ShapedPins, check_pin, describe, pin_bones
+from .goals import (
+    POINT_KINDS,
+    SHAPED_KINDS,
+    SOLVABLE_PIN_KINDS,
+    ShapedPins,
+    check_numbers,
+    check_pin,
+    describe,
+    pin_bones,
+    support_points,
+)
 from .rig import RigError, RigModel, chain_to_root
 
 MOVED_WITH_DRAG = frozenset({"POSITION", "POSE"})  # the dragged bone's pins that move to where it ends
@@ -149,21 +159,25 @@ class DragSolver:
         if pins is None:
             pins = [(p, p.location) for p in active_pins(settings, exclude=bone)]
         check_pin_bones(obj, [p for p, _ in pins])
-        shaped = [p for p, _ in pins if p.kind in SHAPED_KINDS]
-        for p in shaped:
+        for p, _ in pins:
+            check_numbers(p)
+        # The other kinds' targets are their fields (a motion edit's follow pins: where the
+        # animation puts them on its frame), or nothing: the pin's own.
+        shaped = [(p, t if isinstance(t, dict) else {}) for p, t in pins if p.kind in SHAPED_KINDS]
+        for p, _ in shaped:
             check_pin(obj, p, settings.solver)
-        others = [p for p, _ in pins]
+        support = support_points(pins)
         pins = [(p, t) for p, t in pins if p.kind in POINT_KINDS]
         self.obj = obj
         self.settings = settings
         self.bone = bone
         self.reach = rig_reach(obj)
         targets = [check_goal_point(f"The location of the pin on '{p.bone}'", t, self.reach) for p, t in pins]
-        for p in shaped:
-            check_goal_point(f"The location of {describe(p)}", p.location, self.reach)
-        names = [bone] + [p.bone for p, _ in pins] + [n for p in shaped for n in pin_bones(obj, p)]
+        for p, fields in shaped:
+            check_goal_point(f"The location of {describe(p)}", fields.get("location", p.location), self.reach)
+        names = [bone] + [p.bone for p, _ in pins] + [n for p, _ in shaped for n in pin_bones(obj, p)]
         translating = translating_bones(obj, bone)
-        check_goal_bones(obj, bone, [p.bone for p, _ in pins] + held_bones(shaped),
+        check_goal_bones(obj, bone, [p.bone for p, _ in pins] + held_bones([p for p, _ in shaped]),
                          translating if anchor == 0.0 else ())
         # Grabbed by its head, a bone that translates moves as Blender's grab moves it, without
         # turning: dragging the hips down folds the legs instead of tilting the pelvis.
@@ -179,7 +193,7 @@ class DragSolver:
         for (p, _), target in zip(pins, targets):
             joint, local = self.model.anchor_local(p.bone, p.anchor)
             self.pin_goals.append(PositionGoal(joint, local, target, weight=p.weight, priority=pin_priority))
-        self.shaped = ShapedPins(obj, self.model, shaped, pin_priority, others)
+        self.shaped = ShapedPins(obj, self.model, shaped, pin_priority, support)
         joint, local = self.model.anchor_local(bone, anchor)
         start = self.model.skeleton.forward(self.model.q0)
         self.drag_goal = PositionGoal(joint, local, start.points(np.array([joint]), local[None])[0],
