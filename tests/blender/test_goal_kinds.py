@@ -380,7 +380,7 @@ def test_the_mass_model_of_a_generated_rigify_rig_weighs_its_controls_once():
     # Hiding bones in the viewport changes nothing.
     for pb in rig.pose.bones:
         if pb.name.startswith("upper_arm_fk"):
-            setattr(pb if "hide" in pb.bl_rna.properties else pb.bone, "hide", True)
+            (pb if "hide" in pb.bl_rna.properties else pb.bone).hide = True
     assert massive_bones(rig)[0] == names
     # Rigify's limbs on IK do not follow the FK controls the masses are on: refused, not missed.
     bpy.ops.welman_ik.pin(kind="BALANCE")  # (no bone needed)
