@@ -36,7 +36,7 @@ E2E_DEBS := blender xvfb xdotool imagemagick python3-numpy
 e2e:
 	dpkg -s $(E2E_DEBS) >/dev/null 2>&1 || { apt-get update -qq && \
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(E2E_DEBS) >/dev/null; }
-	$(PYTHON) tests/e2e/run_e2e.py --mode dry-run,confirm,undo --output $(OUT)
+	$(PYTHON) tests/e2e/run_e2e.py --mode dry-run,confirm,undo,pin-key --output $(OUT)
 	$(PYTHON) tests/e2e/run_e2e.py --mode cancel --steps 100 --step-sleep 0.35 --output $(OUT)
 	$(PYTHON) tests/e2e/run_e2e.py --mode motion --shortcut ctrl+alt+m --output $(OUT)
 	$(PYTHON) tests/e2e/run_bake_e2e.py --mode cancel,undo --output $(OUT)

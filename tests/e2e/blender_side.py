@@ -14,6 +14,10 @@ resized the sidebar) with new coordinates, ``finish`` after writing ``DIR/result
 then Blender quits. Any error is written to ``DIR/fatal.json`` and
 Blender quits.
 
+A ``status`` request with ``mouse_window`` also tells which bone the add-on's pick finds there, the
+pins, and the dragged bone's world orientation; in ``pin-key`` mode the timer keeps the pins and
+that orientation when a pin is first added (the pin key pressed mid-drag).
+
 Everything runs from ``bpy.app.timers`` so that the window exists and draws between steps.
 Nothing here changes the add-on: a keymap item is added only when the add-on has none for the
 drag (``--bind auto``), and a probe panel (headerless, empty) in the add-on's sidebar tab tells
@@ -23,6 +27,7 @@ whether that tab is the one shown.
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 import time
@@ -58,7 +63,7 @@ def parse_args():
     p = argparse.ArgumentParser(prog="blender_side.py")
     p.add_argument("--root", required=True, help="repository root (put on sys.path)")
     p.add_argument("--workdir", required=True, help="folder for the JSON files shared with the driver")
-    p.add_argument("--mode", default="dry-run", choices=("dry-run", "confirm", "cancel", "undo", "motion"))
+    p.add_argument("--mode", default="dry-run", choices=("dry-run", "confirm", "cancel", "undo", "motion", "pin-key"))
     p.add_argument("--bone", default="hand.R")
     p.add_argument("--anchor", type=float, default=0.5,
                    help="point along the bone put under the mouse (0 head, 1 tail; the modal drag's default is 0.5)")
@@ -103,7 +108,11 @@ class State:
     snapshot: dict = {}
     path_before = None
     hand_before = None
+    obj_name = None
     tail_before = None
+    pins_before: list = []  # the pins at ready, as pin_rows gives them
+    rotation_before = None  # the dragged bone's world orientation at ready
+    pin_appeared = None  # pin-key mode: the pins and the bone's orientation when a new pin first showed
     keymap: dict = {}
     ready: dict = {}
     next_request = 1
@@ -221,6 +230,42 @@ def action_fcurves(obj) -> list:
         if ad is None or ad.action is None:
             return []
         return list(getattr(ad.action, "fcurves", []))
+
+
+def world_rotation(obj, name: str):
+    """The pose bone's world orientation, a unit quaternion."""
+    return (obj.matrix_world @ obj.pose.bones[name].matrix).to_quaternion().normalized()
+
+
+def angle_deg(a, b) -> float:
+    """The angle between two orientations (unit quaternions, either sign), degrees."""
+    dot = abs(sum(x * y for x, y in zip(a, b)))
+    return math.degrees(2.0 * math.acos(min(1.0, dot)))
+
+
+def pin_rows(obj) -> list:
+    return [{"bone": p.bone, "kind": p.kind, "enabled": p.enabled, "anchor": p.anchor, "location": vec(p.location),
+             "rotation": vec(p.rotation)} for p in obj.welman_ik.pins]
+
+
+def watch_pins():
+    """pin-key mode, from the timer: the first time a pin is added, keep the pins and the
+    dragged bone's world orientation (the pose of the key press: nothing solves between
+    the key and the next mouse move)."""
+    if ARGS.mode != "pin-key" or S.pin_appeared is not None or S.obj_name is None:
+        return
+    obj = bpy.data.objects[S.obj_name]
+    if len(obj.welman_ik.pins) > len(S.pins_before):
+        S.pin_appeared = {"t": time.time() - STARTED, "pins": pin_rows(obj),
+                          "rotation": vec(world_rotation(obj, ARGS.bone)), "drag_running": drag_running()}
+
+
+def hovered_bone(obj, mouse_window) -> str | None:
+    """The add-on's pick of the bone under a window position in the viewport ('' for none)."""
+    from welman_ik.blender import viewport
+
+    mouse = (mouse_window[0] - S.region.x, mouse_window[1] - S.region.y)
+    return viewport.bone_under_mouse(S.region, S.area.spaces.active.region_3d, obj, mouse)
 
 
 def region_point(region, rv3d, world) -> list | None:
@@ -394,6 +439,8 @@ def step_ready():
     S.path_before = motion_path(obj) if ARGS.mode == "motion" else None
     S.hand_before = point_on_bone(obj, ARGS.bone, ARGS.anchor)
     S.tail_before = point_on_bone(obj, ARGS.bone, 1.0)
+    S.pins_before = pin_rows(obj)
+    S.rotation_before = world_rotation(obj, ARGS.bone)
     hand_region = region_point(S.region, rv3d, S.hand_before)
     if hand_region is None:
         raise RuntimeError("the dragged bone is behind the view")
@@ -439,9 +486,13 @@ def step_ready():
     S.step = "serve"
 
 
-def status() -> dict:
+def status(request) -> dict:
     obj = S.obj = bpy.data.objects[S.obj_name]  # undo replaces the data-blocks
     moves = [e for e in S.events if e["type"] in {"MOUSEMOVE", "INBETWEEN_MOUSEMOVE"}]
+    extra = {}
+    if request.get("mouse_window") is not None:  # the driver's pointer: the bone a key would pin
+        extra = {"mouse_window": request["mouse_window"], "bone_under_mouse": hovered_bone(obj, request["mouse_window"]),
+                 "pins": pin_rows(obj), "bone_rotation": vec(world_rotation(obj, ARGS.bone))}
     return {
         "t": time.time() - STARTED,
         "mode": obj.mode,
@@ -454,6 +505,7 @@ def status() -> dict:
         "probe_draws": S.probe_draws,
         "ui_draws": S.ui_draws,
         "view_draws": S.view_draws,
+        **extra,
     }
 
 
@@ -489,13 +541,25 @@ def result(request) -> dict:
         out["distance_to_cursor_ray_before"] = to_ray(S.hand_before)
         out["distance_to_cursor_ray_after"] = to_ray(hand_after)
     pins = {}
-    for p in obj.welman_ik.pins:
-        if p.bone in obj.pose.bones:
+    for p in obj.welman_ik.pins:  # the points held (a pin-key mode's orientation pin holds no point)
+        if p.bone in obj.pose.bones and p.kind in {"POSITION", "POSE"}:
             point = point_on_bone(obj, p.bone, p.anchor)
             pins[p.bone] = {"goal": vec(p.location), "point": vec(point),
                             "error": (point - Vector(p.location)).length, "enabled": p.enabled}
     out["pins"] = pins
     out["max_pin_error"] = max((v["error"] for v in pins.values() if v["enabled"]), default=0.0)
+    out["pins_before"] = S.pins_before
+    out["pin_list"] = pin_rows(obj)
+    rotation = world_rotation(obj, ARGS.bone)
+    out["bone_rotation_before"] = vec(S.rotation_before)
+    out["bone_rotation_after"] = vec(rotation)
+    out["bone_turned_deg"] = angle_deg(S.rotation_before, rotation)
+    # Each orientation pin on the dragged bone: how far the bone turned from the pin's goal.
+    out["orientation_pin_angles_deg"] = [angle_deg(p.rotation, rotation) for p in obj.welman_ik.pins
+                                         if p.kind == "ORIENTATION" and p.bone == ARGS.bone]
+    if S.pin_appeared is not None:
+        out["pin_appeared"] = {**S.pin_appeared,
+                               "angle_to_final_deg": angle_deg(S.pin_appeared["rotation"], rotation)}
     frame = bpy.context.scene.frame_current
     fcurves = action_fcurves(obj)
     at_frame = [fc for fc in fcurves if any(abs(k.co[0] - frame) < 1e-6 for k in fc.keyframe_points)]
@@ -533,7 +597,7 @@ def serve():
     if S.pending is not None:
         request, ui_draws, probe_draws, asked = S.pending
         if S.ui_draws > ui_draws or time.time() - asked > 2.0:  # the sidebar has redrawn (or never will)
-            reply = status()
+            reply = status(request)
             reply["sidebar_redrawn"] = S.ui_draws > ui_draws
             reply["welman_tab_active"] = S.probe_draws > probe_draws
             S.statuses.append({"label": request.get("label"), **reply})
@@ -596,6 +660,7 @@ def tick():
         elif step == "ready":
             step_ready()
         elif step == "serve":
+            watch_pins()
             serve()
     except Exception:  # noqa: BLE001 - any failure is written for the driver, then Blender quits
         common.fail(S.step, quit_blender)

@@ -4,6 +4,7 @@
     python3 tests/e2e/run_e2e.py --mode dry-run           # the harness alone, no drag
     python3 tests/e2e/run_e2e.py --mode confirm           # drag hand.R, left click
     python3 tests/e2e/run_e2e.py --mode cancel            # drag hand.R, Esc
+    python3 tests/e2e/run_e2e.py --mode pin-key           # drag hand.R, O over it halfway, left click
     python3 tests/e2e/run_e2e.py --mode dry-run,confirm,cancel
 
 Needs only the Python standard library, and the Debian packages blender (3.4+), xvfb,
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import shutil
 import signal
@@ -35,8 +37,10 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
-# undo: confirm, then Ctrl+Z; motion: the interactive motion edit on an animated rig, confirmed
-MODES = ("dry-run", "confirm", "cancel", "undo", "motion")
+# undo: confirm, then Ctrl+Z; motion: the interactive motion edit on an animated rig, confirmed;
+# pin-key: confirm, with the pin key --pin-key pressed over the dragged bone halfway through the moves
+MODES = ("dry-run", "confirm", "cancel", "undo", "motion", "pin-key")
+PIN_KEYS = {"o": "ORIENTATION"}  # pin-key mode: the xdotool key and the pin kind it toggles while dragging
 
 
 class Failure(Exception):
@@ -64,6 +68,9 @@ def parse_args(argv=None):
     p.add_argument("--step-sleep", type=float, default=0.25, help="seconds between mouse moves")
     p.add_argument("--min-move", type=float, default=0.05, help="confirm: metres the hand must gain on the cursor")
     p.add_argument("--pin-tolerance", type=float, default=1e-3, help="confirm: metres a pin may be off")
+    p.add_argument("--pin-key", default="o", choices=sorted(PIN_KEYS), help="pin-key: the key pressed while dragging")
+    p.add_argument("--angle-tolerance", type=float, default=0.5,
+                   help="pin-key: degrees the bone may turn away from its orientation at the key press")
     p.add_argument("--layout", default="maximized", choices=("maximized", "default"))
     p.add_argument("--sidebar-width", type=int, default=420,
                    help="widen the sidebar to this many pixels by dragging its edge (0: leave it)")
@@ -427,6 +434,8 @@ def run_mode(mode: str, args, display: int, out_dir: Path) -> tuple[Checks, dict
             time.sleep(args.step_sleep)
             positions.append(x.mouse())
             left()
+            if mode == "pin-key" and i == args.steps // 2:
+                press_pin_key(x, ex, args, to_window, left, checks, report)
         time.sleep(0.5)
         end_screen = x.mouse()
         status = ex.request("status", timeout=min(20, left()), label="after moves")
@@ -443,7 +452,7 @@ def run_mode(mode: str, args, display: int, out_dir: Path) -> tuple[Checks, dict
             checks.add(status["drag_running"] is not False and bool(status["changed_bones"]), "drag running",
                        f"drag session {status['drag_running']}, {len(status['changed_bones'])} bones moved mid-drag")
             x.screenshot(out_dir / f"e2e_{mode}_drag.png")
-            if mode in ("confirm", "undo", "motion"):
+            if mode in ("confirm", "undo", "motion", "pin-key"):
                 x.click(1)
                 if mode == "undo":
                     time.sleep(0.8)
@@ -498,13 +507,49 @@ def run_mode(mode: str, args, display: int, out_dir: Path) -> tuple[Checks, dict
     return checks, report
 
 
+def press_pin_key(x: X, ex: Exchange, args, to_window, left, checks: Checks, report: dict) -> None:
+    """pin-key mode, mid-drag: ask Blender which bone is under the pointer, press the pin
+    key, and ask again (the new pins, and the dragged bone's orientation at the press)."""
+    time.sleep(0.5)  # the last move solved
+    mouse = list(to_window(*x.mouse()))
+    before = ex.request("status", timeout=min(20, left()), label="before pin key", mouse_window=mouse)
+    x.key(args.pin_key)
+    time.sleep(0.8)
+    after = ex.request("status", timeout=min(20, left()), label="after pin key", mouse_window=mouse)
+    report["pin_key"] = {"key": args.pin_key, "mouse_window": mouse, "before": before, "after": after}
+    hovered = before["bone_under_mouse"]
+    checks.add(hovered == args.bone, "pin key over the dragged bone",
+               f"'{args.pin_key}' pressed at window ({mouse[0]:.0f}, {mouse[1]:.0f}) over "
+               f"{hovered or 'no bone'!r}, dragged {args.bone!r}")
+    new = added_pins(before["pins"], after["pins"])
+    checks.add(after["drag_running"] is not False and len(new) == 1, "pin added mid-drag",
+               f"drag session {after['drag_running']}, new pins {[(p['bone'], p['kind']) for p in new]}")
+
+
+def angle_deg(a, b) -> float:
+    """The angle between two orientations (unit quaternions w, x, y, z, either sign), degrees."""
+    return math.degrees(2.0 * math.acos(min(1.0, abs(sum(u * v for u, v in zip(a, b))))))
+
+
+def added_pins(before: list, after: list) -> list:
+    """The pins in ``after`` that ``before`` does not have (bone and kind, counted)."""
+    left = [(p["bone"], p["kind"]) for p in before]
+    new = []
+    for p in after:
+        if (p["bone"], p["kind"]) in left:
+            left.remove((p["bone"], p["kind"]))
+        else:
+            new.append(p)
+    return new
+
+
 def blender_checks(mode: str, args, r: dict, checks: Checks) -> None:
     if mode == "dry-run":
         checks.add(r["pose_identical"] and r["key_count"] == 0, "nothing changed",
                    f"pose identical {r['pose_identical']}, {r['key_count']} keys")
         return
     checks.add(r["drag_running_at_finish"] is not True, "drag ended", f"drag session at finish: {r['drag_running_at_finish']}")
-    if mode in ("confirm", "motion"):
+    if mode in ("confirm", "motion", "pin-key"):
         before, after = r["distance_to_cursor_ray_before"], r["distance_to_cursor_ray_after"]
         checks.add(before - after > args.min_move and r["hand_moved_m"] > args.min_move, "hand followed the cursor",
                    f"distance to the cursor ray {before:.3f} -> {after:.3f} m, moved {r['hand_moved_m']:.3f} m")
@@ -514,6 +559,23 @@ def blender_checks(mode: str, args, r: dict, checks: Checks) -> None:
         checks.add(args.bone in r["keyed_bones_at_current_frame"], "keys at the current frame",
                    f"frame {r['frame_current']}: {len(r['keys_at_current_frame'])} channels, "
                    f"bones {r['keyed_bones_at_current_frame']}")
+        if mode == "pin-key":
+            new = added_pins(r["pins_before"], r["pin_list"])
+            kind = PIN_KEYS[args.pin_key]
+            checks.add(len(new) == 1 and new[0]["bone"] == args.bone and new[0]["kind"] == kind and new[0]["enabled"],
+                       "new pin kept", f"after confirm: {len(r['pins_before'])} -> {len(r['pin_list'])} pins, new "
+                       f"{[(p['bone'], p['kind'], 'enabled' if p['enabled'] else 'disabled') for p in new]}")
+            angles = r["orientation_pin_angles_deg"]
+            appeared = r.get("pin_appeared")
+            at_key = appeared["angle_to_final_deg"] if appeared else None
+            at_start = angle_deg(r["bone_rotation_before"], appeared["rotation"]) if appeared else None
+            checks.add(len(angles) == 1 and angles[0] <= args.angle_tolerance and at_key is not None
+                       and at_key <= args.angle_tolerance, "orientation held",
+                       f"{args.bone} turned {', '.join(f'{a:.3f}' for a in angles) or '-'} deg from the pin's "
+                       f"rotation, {'-' if at_key is None else f'{at_key:.3f}'} deg from its orientation when the "
+                       f"pin appeared (at most {args.angle_tolerance:g}); it had turned "
+                       f"{'-' if at_start is None else f'{at_start:.1f}'} deg before the key, "
+                       f"{r['bone_turned_deg']:.1f} deg in all")
         if mode == "motion":
             motion = r["motion"]
             moved = {int(f): d for f, d in motion["moved_m"].items()}
