@@ -37,6 +37,7 @@ SHAPED_KINDS = frozenset({"ORIENTATION", "POSE", "LINE", "PLANE", "AIM", "REGION
 SOLVABLE_PIN_KINDS = POINT_KINDS | SHAPED_KINDS
 SUPPORT_KINDS = frozenset({"POSITION", "POSE"})  # the pins whose places make a balance's support polygon
 MECHANICS = re.compile(r"^(ORG|DEF|MCH|VIS|WGT|TGT|CTRL)[-_.]", re.IGNORECASE)  # rig mechanics: no mass
+_MASSES: dict = {}  # armature -> (its bones' signature, massive_bones of them)
 LABELS = {"ORIENTATION": "orientation", "POSE": "pose", "LINE": "line", "PLANE": "plane", "AIM": "aim",
           "REGION": "region", "TOGETHER": "together", "BALANCE": "balance", "POSITION": "position"}
 
@@ -55,15 +56,32 @@ def massive_bones(obj) -> tuple[list[str], np.ndarray, np.ndarray]:
     DEF-, MCH-, ...) carry no mass, so no segment counts twice. What the viewport shows or
     hides changes nothing."""
     pose_bones = obj.pose.bones
-    names = [pb.name for pb in pose_bones]
-    parents = {pb.name: (pb.parent.name if pb.parent else None) for pb in pose_bones}
-    lengths = np.array([pb.bone.length for pb in pose_bones], dtype=float)
-    overrides = {pb.name: float(pb.welman_ik_mass) for pb in pose_bones if getattr(pb, "welman_ik_mass", 0.0) > 0.0}
-    masses, fractions = segment_masses(names, parents, lengths, overrides)  # (the naming needs every bone)
-    mechanics = [bool(MECHANICS.match(name)) and name not in overrides for name in names]
-    masses = np.where(mechanics, 0.0, masses)
-    keep = np.flatnonzero(np.asarray(masses) > 0.0)
-    return [names[i] for i in keep], np.asarray(masses, dtype=float)[keep], np.asarray(fractions, dtype=float)[keep]
+    # The table is read once per armature while its bones, their hierarchy and lengths (edit
+    # mode) and their masses stay the same: a bake builds its balance goal on every frame,
+    # the overlay draws it on every change.
+    overridden = np.zeros(len(pose_bones), dtype=np.float32)
+    pose_bones.foreach_get("welman_ik_mass", overridden)
+    bone_lengths = np.zeros(len(obj.data.bones), dtype=np.float32)
+    obj.data.bones.foreach_get("length", bone_lengths)
+    hierarchy = tuple(pb.parent.name if pb.parent else "" for pb in pose_bones)  # (no bulk read of a pointer)
+    signature = (tuple(pose_bones.keys()), hierarchy, overridden.tobytes(), bone_lengths.tobytes())
+    key = (obj.as_pointer(), obj.data.as_pointer())
+    found = _MASSES.get(key)
+    if found is None or found[0] != signature:
+        if len(_MASSES) > 16:
+            _MASSES.clear()
+        names = [pb.name for pb in pose_bones]
+        parents = {pb.name: (pb.parent.name if pb.parent else None) for pb in pose_bones}
+        lengths = np.array([pb.bone.length for pb in pose_bones], dtype=float)
+        overrides = {pb.name: float(pb.welman_ik_mass) for pb in pose_bones if pb.welman_ik_mass > 0.0}
+        masses, fractions = segment_masses(names, parents, lengths, overrides)  # (the naming needs every bone)
+        mechanics = [bool(MECHANICS.match(name)) and name not in overrides for name in names]
+        masses = np.where(mechanics, 0.0, masses)
+        keep = np.flatnonzero(np.asarray(masses) > 0.0)
+        found = _MASSES[key] = (signature, ([names[i] for i in keep], np.asarray(masses, dtype=float)[keep],
+                                            np.asarray(fractions, dtype=float)[keep]))
+    names, masses, fractions = found[1]
+    return list(names), masses.copy(), fractions.copy()
 
 
 def ik_limbs(obj) -> list[str]:
@@ -83,13 +101,18 @@ def centre_of_mass(obj) -> np.ndarray:
     return masses @ points / masses.sum()
 
 
+def held_bones(pins) -> list[str]:
+    """The bones pins hold: each pin's own and a together pin's other bone (a balance pin
+    holds none: its bones are the ones with mass, ``pin_bones``)."""
+    names = [p.bone for p in pins if p.kind != "BALANCE"]
+    return names + [p.target_bone for p in pins if p.kind == "TOGETHER"]
+
+
 def pin_bones(obj, pin) -> list[str]:
     """The bones a pin's goal needs in the model."""
     if pin.kind == "BALANCE":
         return massive_bones(obj)[0]
-    if pin.kind == "TOGETHER":
-        return [pin.bone, pin.target_bone]
-    return [pin.bone]
+    return held_bones([pin])
 
 
 def check_pin(obj, pin, solver: str | None = None) -> None:
@@ -158,9 +181,9 @@ def rotation_matrix_of(quaternion) -> np.ndarray:
     return np.array(Quaternion(quaternion).normalized().to_matrix(), dtype=float)
 
 
-def world_length(model: RigModel, name: str) -> float:
-    """A bone's length as posed in the world [m] (the length an orientation is measured at)."""
-    kin = model.skeleton.forward(model.q0)
+def world_length(model: RigModel, kin: Kinematics, name: str) -> float:
+    """A bone's length as posed in the world [m] (the length an orientation is measured at);
+    ``kin``: the model's kinematics at its start."""
     joint = model.bones[name].frame_joint
     head, tail = kin.points(np.array([joint, joint]), np.array([np.zeros(3), model.anchor_local(name, 1.0)[1]]))
     return max(float(np.linalg.norm(tail - head)), 1e-6)
@@ -180,10 +203,12 @@ def support_points(pins) -> np.ndarray:
     return np.array(points, dtype=float).reshape(-1, 3)
 
 
-def build(obj, model: RigModel, pin, priority: int, support=None, location=None, rotation_matrix=None) -> Goal:
-    """The core goal of one pin (any kind but POSITION) on ``model``; ``support``: the
-    support polygon's corners (``support_points``) for a balance over it; ``location``,
-    ``rotation_matrix``: in place of the pin's own (a bake's follow pin, or one eased in)."""
+def build(obj, model: RigModel, kin: Kinematics, pin, priority: int, support=None, location=None,
+          rotation_matrix=None) -> Goal:
+    """The core goal of one pin (any kind but POSITION) on ``model``, ``kin`` its kinematics
+    at its start; ``support``: the support polygon's corners (``support_points``) for a
+    balance over it; ``location``, ``rotation_matrix``: in place of the pin's own (a bake's
+    follow pin, or one eased in)."""
     kind, weight = pin.kind, float(pin.weight)
     location = np.array(pin.location if location is None else location, dtype=float)
     rotation = rotation_matrix if rotation_matrix is not None else rotation_matrix_of(pin.rotation)
@@ -201,11 +226,11 @@ def build(obj, model: RigModel, pin, priority: int, support=None, location=None,
                            support=support, weight=weight, priority=priority)
     joint, local = model.anchor_local(pin.bone, pin.anchor)
     if kind == "ORIENTATION":
-        return OrientationGoal(joint, rotation, tuple(pin.axes), world_length(model, pin.bone),
+        return OrientationGoal(joint, rotation, tuple(pin.axes), world_length(model, kin, pin.bone),
                                weight=weight, priority=priority)
     if kind == "POSE":
         return PoseGoal(joint, local, location, rotation, tuple(pin.axes),
-                        world_length(model, pin.bone), weight=weight, priority=priority)
+                        world_length(model, kin, pin.bone), weight=weight, priority=priority)
     if kind == "LINE":
         return LineGoal(joint, local, location, np.array(pin.direction, dtype=float), weight=weight,
                         priority=priority)
@@ -213,7 +238,7 @@ def build(obj, model: RigModel, pin, priority: int, support=None, location=None,
         return PlaneGoal(joint, local, location, np.array(pin.direction, dtype=float), weight=weight,
                          priority=priority)
     if kind == "AIM":
-        return AimGoal(joint, location, pin.aim_axis, world_length(model, pin.bone), weight=weight,
+        return AimGoal(joint, location, pin.aim_axis, world_length(model, kin, pin.bone), weight=weight,
                        priority=priority)
     if kind == "REGION":
         return RegionGoal(joint, local, location, float(pin.radius), weight=weight, priority=priority)
@@ -255,7 +280,8 @@ class ShapedPins:
         """``pins``: (pin, fields) pairs (fields: ``build``'s overrides, usually none)."""
         self.obj, self.model = obj, model
         self.pins = [p for p, _ in pins]
-        self.goals = [build(obj, model, p, priority, support, **fields) for p, fields in pins]
+        kin = model.skeleton.forward(model.q0) if self.pins else None
+        self.goals = [build(obj, model, kin, p, priority, support, **fields) for p, fields in pins]
         self.names = sorted({n for p in self.pins for n in pin_bones(obj, p) if n in model.bones})
 
     def __len__(self) -> int:

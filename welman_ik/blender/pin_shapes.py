@@ -187,7 +187,7 @@ class PinScene:
 
     def centre_of_mass(self) -> np.ndarray:
         if self._com is None:
-            names, masses, fractions = _masses(self.obj)
+            names, masses, fractions = massive_bones(self.obj)
             if not names:
                 raise ValueError("no bone has mass")
             rows = np.array([self.index[name] for name in names])
@@ -207,25 +207,6 @@ def _bulk(collection, name: str, size: int) -> np.ndarray:
 
 def _norm(v) -> float:
     return math.sqrt(float(v @ v))
-
-
-_MASSES: dict = {}  # armature -> (its bones' names and mass overrides, massive_bones of them)
-
-
-def _masses(obj):
-    """``goals.massive_bones(obj)``, kept while the bones' names and masses stay the same
-    (in pose mode the hierarchy and lengths cannot change)."""
-    key = (obj.as_pointer(), obj.data.as_pointer())
-    pose_bones = obj.pose.bones
-    masses = np.empty(len(pose_bones), dtype=np.float32)
-    pose_bones.foreach_get("welman_ik_mass", masses)
-    signature = (tuple(pose_bones.keys()), masses.tobytes())
-    found = _MASSES.get(key)
-    if found is None or found[0] != signature:
-        if len(_MASSES) > 16:
-            _MASSES.clear()
-        found = _MASSES[key] = (signature, massive_bones(obj))
-    return found[1]
 
 
 class Shapes:
