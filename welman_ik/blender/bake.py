@@ -31,6 +31,7 @@ from .goals import (
     check_numbers,
     check_pin,
     describe,
+    held_bones,
     pin_bones,
     support_points,
 )
@@ -209,8 +210,7 @@ class Baker:
         self.frame_before = context.scene.frame_current
         self.pose_before = PoseSnapshot(obj)  # unkeyed edits included
         in_force = {p.as_pointer(): p for f in self.frames for p in self._pins(f)}.values()
-        pinned = {p.bone for p in in_force if p.kind != "BALANCE"}
-        pinned |= {p.target_bone for p in in_force if p.kind == "TOGETHER"}
+        pinned = set(held_bones(in_force))
         carried = {n for p in in_force if p.kind == "BALANCE" for n in pin_bones(obj, p)}
         self.names = sorted(pinned | carried | ({edit.bone} if edit is not None else set()))
         bare = [f for f in self.frames
@@ -428,7 +428,8 @@ class Baker:
             goals.append(PositionGoal(joint, local, target, weight=pin.weight, priority=pin_priority))
             log.append((pin.bone, pin.anchor, target, pin.weight, pin_priority))
         support = support_points(in_force)
-        goals += [shaped_goals.build(self.obj, model, pin, pin_priority, support, **fields) for pin, fields in shaped]
+        goals += [shaped_goals.build(self.obj, model, animated, pin, pin_priority, support, **fields)
+                  for pin, fields in shaped]
         if edit is not None:
             joint, local = model.anchor_local(edit.bone, edit.anchor)
             target = self._point(model, animated, edit.bone, edit.anchor) + edit.weight(frame) * edit.displacement
@@ -543,7 +544,8 @@ class Baker:
 
     def _shaped_goals(self, model: RigModel, frame: int) -> list:
         entries, support = self.shaped_log.get(frame, ([], None))
-        return [shaped_goals.build(self.obj, model, pin, priority, support, **fields)
+        kin = model.skeleton.forward(model.q0) if entries else None
+        return [shaped_goals.build(self.obj, model, kin, pin, priority, support, **fields)
                 for pin, fields, priority in entries]
 
     def _with_shaped(self, measured: Measured, frame: int, entries: list, tolerance: float) -> Measured:

@@ -22,6 +22,7 @@ from .goals import (
     check_numbers,
     check_pin,
     describe,
+    held_bones,
     pin_bones,
     support_points,
 )
@@ -47,16 +48,9 @@ def active_pins(settings, exclude: str = ""):
 
 def check_pin_bones(obj, pins) -> None:
     """Refuse pins whose bone was renamed or deleted."""
-    gone = [p.bone for p in pins if p.kind != "BALANCE" and p.bone not in obj.pose.bones]
-    gone += [p.target_bone for p in pins if p.kind == "TOGETHER" and p.target_bone not in obj.pose.bones]
+    gone = [name for name in held_bones(pins) if name not in obj.pose.bones]
     if gone:
         raise RigError(f"A pin holds bone '{gone[0]}', which no longer exists; unpin or clear it")
-
-
-def held_bones(pins) -> list[str]:
-    """The bones pins hold (for the check that the rig does not drive them)."""
-    names = [p.bone for p in pins if p.kind != "BALANCE"]
-    return names + [p.target_bone for p in pins if p.kind == "TOGETHER"]
 
 
 def move_pins_to_bone(context, obj, bone: str) -> None:
