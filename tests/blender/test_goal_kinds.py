@@ -88,9 +88,7 @@ def test_aim_keeps_the_head_looking_while_dragging(bare_human):
     hand = world_point(obj, "hand.R")
     for step in (np.array([0.1, -0.3, -0.4]), np.array([0.3, -0.5, -0.7])):
         assert drag("hand.R", hand + step) == {"FINISHED"}
-        head = world_point(obj, "spine.006", 0.0)
-        way = (target - head) / np.linalg.norm(target - head)
-        assert float(np.arccos(np.clip(axis_of(obj, "spine.006", axis) @ way, -1, 1))) <= 1.0 * DEG
+        assert aim_error(obj, "spine.006", axis, target) <= 1.0 * DEG
         assert max(pin_errors(obj).values()) <= 0.1 * MM
 
 
@@ -245,6 +243,22 @@ def test_shortcut_toggles_a_pin_while_dragging_and_cancel_takes_it_back(bare_hum
     assert [(p.bone, p.kind) for p in obj.welman_ik.pins] == before
 
 
+def aim_error(obj, bone: str, axis: str, target) -> float:
+    """The angle [rad] between ``bone``'s ``axis`` and the way from its head to ``target``."""
+    head = world_point(obj, bone, 0.0)
+    way = (target - head) / np.linalg.norm(target - head)
+    return float(np.arccos(np.clip(axis_of(obj, bone, axis) @ way, -1, 1)))
+
+
+def assert_feet_and_head_held(obj, held, axis: str, target, frame: int) -> None:
+    """The pose pins ``held`` (bone -> (point, rotation)) within 1 mm and 0.5 degrees, the
+    head's aim within 1 degree, on ``frame``."""
+    for name, (point, rotation) in held.items():
+        assert np.linalg.norm(world_point(obj, name) - point) <= 1.0 * MM, frame
+        assert rotation_angle(bone_rotation(obj, name), rotation) <= math.radians(0.5), frame
+    assert aim_error(obj, "spine.006", axis, target) <= 1.0 * DEG, frame
+
+
 def keys(obj) -> dict:
     return {(fc.data_path, fc.array_index): [tuple(k.co) for k in fc.keyframe_points]
             for fc in keyframes.action_fcurves(obj)}
@@ -288,12 +302,7 @@ def test_bake_holds_pose_and_aim_pins_on_every_frame(bare_human):
     keyframes.assign_action(obj, baked)
     for frame in range(1, 12):
         bpy.context.scene.frame_set(frame)
-        for name, (point, rotation) in held.items():
-            assert np.linalg.norm(world_point(obj, name) - point) <= 1.0 * MM, frame
-            assert rotation_angle(bone_rotation(obj, name), rotation) <= math.radians(0.5), frame
-        head = world_point(obj, "spine.006", 0.0)
-        way = (target - head) / np.linalg.norm(target - head)
-        assert float(np.arccos(np.clip(axis_of(obj, "spine.006", axis) @ way, -1, 1))) <= 1.0 * DEG, frame
+        assert_feet_and_head_held(obj, held, axis, target, frame)
     assert obj.welman_ik.last_solve.converged
 
 
@@ -358,12 +367,7 @@ def test_motion_edit_holds_pose_and_aim_pins_through_its_window(bare_human):
                                          falloff=3) == {"FINISHED"}
     for frame in range(3, 10):
         scene.frame_set(frame)
-        for name, (point, rotation) in held.items():
-            assert np.linalg.norm(world_point(obj, name) - point) <= 1.0 * MM, frame
-            assert rotation_angle(bone_rotation(obj, name), rotation) <= math.radians(0.5), frame
-        head = world_point(obj, "spine.006", 0.0)
-        way = (target - head) / np.linalg.norm(target - head)
-        assert float(np.arccos(np.clip(axis_of(obj, "spine.006", axis) @ way, -1, 1))) <= 1.0 * DEG, frame
+        assert_feet_and_head_held(obj, held, axis, target, frame)
 
 
 def test_the_mass_model_of_a_generated_rigify_rig_weighs_its_controls_once():

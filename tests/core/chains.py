@@ -7,7 +7,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from welman_ik.core import Problem, Skeleton
+from welman_ik.core import OrientationGoal, PositionGoal, Problem, Skeleton
 from welman_ik.core.skeleton import axis_angle_matrices
 from welman_ik.core.solvers.ccd import goal_cost
 
@@ -162,3 +162,18 @@ def residual_jacobian(goal, sk: Skeleton, q: np.ndarray, h: float = 1e-6) -> np.
         dq[j] = h
         columns.append(-(goal.residual(sk.forward(q + dq)) - goal.residual(sk.forward(q - dq))) / (2 * h))
     return np.stack(columns, axis=1)
+
+
+MIXED_AXES = [[0, 0, 1], [0, 1, 0], [1, 0, 0], [0, 0, 1], [0, 1, 0], [1, 0, 0], [0, 0, 1]]
+
+
+def tip_problem(seed: int):
+    """A 7-hinge chain with mixed axes, its tip frame sent to the pose of a known random
+    configuration: position and full orientation together. (skeleton, goals, target rotation)."""
+    rng = np.random.default_rng(seed)
+    sk = chain([0.4] * 6, MIXED_AXES)
+    kin = sk.forward(rng.uniform(-0.8, 0.8, 7))
+    tip = np.array([0.2, 0.0, 0.0])
+    goals = [PositionGoal(6, tip, kin.points(np.array([6]), tip[None])[0]),
+             OrientationGoal(6, rotation_of(kin, 6), length=0.2)]
+    return sk, goals, rotation_of(kin, 6)

@@ -6,12 +6,19 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from chains import chain, random_frame, random_tree, residual_jacobian, rotation_of, weighted_error
+from chains import (
+    chain,
+    random_frame,
+    random_tree,
+    residual_jacobian,
+    rotation_of,
+    tip_problem,
+    weighted_error,
+)
 
 from welman_ik.core import SOLVERS, OrientationGoal, PositionGoal, Problem
 from welman_ik.core.problem import goal_errors
 
-MIXED_AXES = [[0, 0, 1], [0, 1, 0], [1, 0, 0], [0, 0, 1], [0, 1, 0], [1, 0, 0], [0, 0, 1]]
 ALL_AXES = [(True, True, True), (False, True, False), (True, False, True), (False, False, True)]
 
 
@@ -37,21 +44,9 @@ def test_a_held_direction_leaves_the_twist_about_it_free():
     assert goal.error(kin) == 0.0
 
 
-def _tip_problem(seed: int):
-    """A 7-hinge chain, its tip frame sent to the pose of a known configuration: position
-    and full orientation together."""
-    rng = np.random.default_rng(seed)
-    sk = chain([0.4] * 6, MIXED_AXES)
-    kin = sk.forward(rng.uniform(-0.8, 0.8, 7))
-    tip = np.array([0.2, 0.0, 0.0])
-    goals = [PositionGoal(6, tip, kin.points(np.array([6]), tip[None])[0]),
-             OrientationGoal(6, rotation_of(kin, 6), length=0.2)]
-    return sk, goals, rotation_of(kin, 6)
-
-
 @pytest.mark.parametrize("seed", range(4))
 def test_the_sr_inverse_reaches_a_reachable_orientation_and_position(seed):
-    sk, goals, target = _tip_problem(seed)
+    sk, goals, target = tip_problem(seed)
     result = SOLVERS["SR_INVERSE"](Problem(sk, goals, tolerance=1e-5, max_iterations=300), np.zeros(7))
     assert goal_errors(goals, sk.forward(result.q)).max() <= 1e-5
     turned = rotation_of(sk.forward(result.q), 6).T @ target
@@ -62,7 +57,7 @@ def test_the_sr_inverse_reaches_a_reachable_orientation_and_position(seed):
 def test_ccd_and_the_transpose_reach_it_too(name):
     """CCD (Welman's direction terms in its sums) and the transpose (the weighted error)
     get there as well, in linearly converging iterations (the SR inverse takes about 10)."""
-    sk, goals, target = _tip_problem(0)
+    sk, goals, target = tip_problem(0)
     result = SOLVERS[name](Problem(sk, goals, tolerance=1e-5, max_iterations=2500), np.zeros(7))
     assert result.converged, goal_errors(goals, sk.forward(result.q))
     turned = rotation_of(sk.forward(result.q), 6).T @ target

@@ -8,15 +8,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from chains import chain, planar_chain, random_tree, rotation_of, tip_local, tip_position
+from chains import MIXED_AXES, chain, planar_chain, random_tree, tip_local, tip_position, tip_problem
 
-from welman_ik.core import SOLVERS, AimGoal, LineGoal, OrientationGoal, PlaneGoal, PositionGoal, Problem, Skeleton
+from welman_ik.core import SOLVERS, AimGoal, LineGoal, PlaneGoal, PositionGoal, Problem, Skeleton
 from welman_ik.core.problem import goal_errors
 from welman_ik.core.solvers import quasi_newton
 from welman_ik.core.solvers.quasi_newton import _bfgs
 
 BOTH = ["SR_INVERSE", "QUASI_NEWTON"]
-MIXED_AXES = [[0, 0, 1], [0, 1, 0], [1, 0, 0], [0, 0, 1], [0, 1, 0], [1, 0, 0], [0, 0, 1]]
 X, Y, Z = [1, 0, 0], [0, 1, 0], [0, 0, 1]
 
 
@@ -195,12 +194,7 @@ def test_random_targets_on_random_trees_as_the_sr(seed: int) -> None:
 
 @pytest.mark.parametrize("seed", range(3))
 def test_orientation_and_position_of_a_tip(seed: int) -> None:
-    rng = np.random.default_rng(seed)
-    sk = chain([0.4] * 6, MIXED_AXES)
-    kin = sk.forward(rng.uniform(-0.8, 0.8, 7))
-    tip = np.array([0.2, 0.0, 0.0])
-    goals = [PositionGoal(6, tip, kin.points(np.array([6]), tip[None])[0]),
-             OrientationGoal(6, rotation_of(kin, 6), length=0.2)]
+    sk, goals, _ = tip_problem(seed)
     result = SOLVERS["QUASI_NEWTON"](Problem(sk, goals, tolerance=1e-5, max_iterations=300), np.zeros(7))
     assert goal_errors(goals, sk.forward(result.q)).max() <= 1e-5
     assert result.iterations <= 30
