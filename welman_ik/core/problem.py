@@ -114,11 +114,13 @@ def goal_errors(goals: Sequence[Goal], kin: Kinematics) -> np.ndarray:
 
 
 def finish(problem: Problem, q: np.ndarray, iterations: int, history: list[float],
-           kin: Kinematics | None = None) -> SolveResult:
-    """Evaluate the final pose (``kin``, if given, must be at ``q``) and package it."""
-    if kin is None:
-        kin = problem.skeleton.forward(q)
-    errors = goal_errors(problem.goals, kin)
+           kin: Kinematics | None = None, errors: np.ndarray | None = None) -> SolveResult:
+    """Evaluate the final pose (``kin``, if given, must be at ``q``; ``errors``, if given,
+    the goals' errors there) and package it."""
+    if errors is None:
+        if kin is None:
+            kin = problem.skeleton.forward(q)
+        errors = goal_errors(problem.goals, kin)
     converged = bool(np.all(errors <= problem.tolerance))
     return SolveResult(q=q, iterations=iterations, errors=errors, converged=converged, history=history)
 
@@ -146,6 +148,50 @@ def stacked(goals: Sequence[Goal], kin: Kinematics, weights: np.ndarray) -> tupl
         rows_e.append(e * scale)
         rows_j.append(j * scale[:, None])
     return np.concatenate(rows_e), np.vstack(rows_j)
+
+
+class GoalBatch:
+    """The goals of one solve, grouped by kind once: their errors, and their residual and
+    Jacobian rows each times sqrt(weight), every kind in one batch per call. ``rows(members)``
+    picks the rows of some of the goals out of ``stack``'s (which come grouped by kind)."""
+
+    def __init__(self, goals: Sequence[Goal], weights: np.ndarray):
+        self.goals = list(goals)
+        self.kinds = [(np.array(members, dtype=np.intp), kind.batch([self.goals[i] for i in members]))
+                      for kind, members in by_kind(self.goals).items()]
+        order = np.concatenate([members for members, _ in self.kinds]) if self.kinds else np.zeros(0, np.intp)
+        counts = np.array([self.goals[i].rows for i in order], dtype=np.intp)
+        self._first_row = np.empty(len(self.goals), dtype=np.intp)
+        self._first_row[order] = np.concatenate([[0], np.cumsum(counts)[:-1]]) if len(order) else []
+        self.row_scale = np.repeat(np.sqrt(np.asarray(weights, dtype=float)[order]), counts)
+
+    def rows(self, members) -> np.ndarray:
+        """Indices into ``stack``'s rows of the goals ``members``, in their order."""
+        return np.concatenate([np.arange(self._first_row[i], self._first_row[i] + self.goals[i].rows)
+                               for i in members]) if len(members) else np.zeros(0, dtype=np.intp)
+
+    def errors(self, kin: Kinematics) -> np.ndarray:
+        """Each goal's distance from being met [m], in order."""
+        errors = np.empty(len(self.goals))
+        for members, batch in self.kinds:
+            errors[members] = batch.errors(kin)
+        return errors
+
+    def residuals(self, kin: Kinematics) -> np.ndarray:
+        """The weighted residuals of ``stack`` alone, without the Jacobians."""
+        if not self.kinds:
+            return np.zeros(0)
+        parts = [batch.residuals(kin) for _, batch in self.kinds]
+        return (np.concatenate(parts) if len(parts) > 1 else parts[0]) * self.row_scale
+
+    def stack(self, kin: Kinematics) -> tuple[np.ndarray, np.ndarray]:
+        """Weighted residuals (r,) and Jacobians (r, n), grouped by kind."""
+        if not self.kinds:
+            return np.zeros(0), np.zeros((0, kin.skeleton.size))
+        parts = [batch.stack(kin) for _, batch in self.kinds]
+        e = np.concatenate([p[0] for p in parts]) if len(parts) > 1 else parts[0][0]
+        j = np.vstack([p[1] for p in parts]) if len(parts) > 1 else parts[0][1]
+        return e * self.row_scale, j * self.row_scale[:, None]
 
 
 class FirstLevelKeeper:

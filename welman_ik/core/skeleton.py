@@ -158,7 +158,23 @@ class Skeleton:
         fk_rest = self.rest.copy()
         fk_rest[d, :3, :3] = self.base[:3, :3] @ self.rest[d, :3, :3]
         fk_rest[d, :3, 3] = 0.0
+        # The local transform of joint i is fk_rest_i @ M_i(q_i). With Rodrigues' formula
+        # M = I + sin q K + (1 - cos q) K^2 (K the axis' cross-product matrix), its linear
+        # part is R0 + sin q (R0 K) + (1 - cos q) (R0 K^2), and a slide adds q (R0 a) to the
+        # offset: both products are fixed, so a forward pass needs no per-joint matrices.
         object.__setattr__(self, "_fk_rest", fk_rest)
+        turning = np.where(self.prismatic[:, None, None], 0.0, _skew(self.axis))
+        linear0 = fk_rest[:, :3, :3]
+        object.__setattr__(self, "_fk_sin", linear0 @ turning)
+        object.__setattr__(self, "_fk_cos", linear0 @ turning @ turning)
+        object.__setattr__(self, "_fk_slide", np.where(self.prismatic[:, None], np.einsum("nij,nj->ni", linear0,
+                                                                                          self.axis), 0.0))
+        object.__setattr__(self, "_revolute", (~self.prismatic).astype(float))
+        stack = np.zeros((n + 2, 4, 4))
+        stack[:n] = fk_rest
+        stack[n] = self.base
+        stack[n + 1] = np.eye(4)
+        object.__setattr__(self, "_fk_stack", stack)
         # Heads: x_h = sum of g_h' = G_parent(h') @ [t_h'; 1] over the non-inheriting
         # ancestors-or-self h' of h; joint k is shifted by the head of its nearest
         # non-inheriting ancestor-or-self, so all shifts are one product ``_shift @ g``.
@@ -195,14 +211,10 @@ class Skeleton:
         """Frames of every joint for joint values ``q`` (n,)."""
         n = self.size
         q = np.asarray(q, dtype=float)
-        motion = np.tile(np.eye(4), (n, 1, 1))
-        rev = ~self.prismatic
-        motion[rev, :3, :3] = axis_angle_matrices(self.axis[rev], q[rev])
-        motion[self.prismatic, :3, 3] = self.axis[self.prismatic] * q[self.prismatic, None]
-        stack = np.empty((n + 2, 4, 4))
-        stack[:n] = self._fk_rest @ motion
-        stack[n] = self.base
-        stack[n + 1] = np.eye(4)
+        turn = q * self._revolute
+        stack = self._fk_stack.copy()
+        stack[:n, :3, :3] += np.sin(turn)[:, None, None] * self._fk_sin + (1.0 - np.cos(turn))[:, None, None] * self._fk_cos
+        stack[:n, :3, 3] += q[:, None] * self._fk_slide
         for pointer in self._rounds:
             stack = stack[pointer] @ stack
         frames = stack[:n]
@@ -234,7 +246,7 @@ class Kinematics:
     def world_axes(self) -> np.ndarray:
         """Each joint's axis in world space (n, 3); not normalised under a scaled frame."""
         if self._axes is None:
-            self._axes = np.einsum("nij,nj->ni", self.frames[:, :3, :3], self.skeleton.axis)
+            self._axes = (self.frames[:, :3, :3] @ self.skeleton.axis[:, :, None])[:, :, 0]
         return self._axes
 
     @property
@@ -271,21 +283,36 @@ class Kinematics:
         the point, h's head (``lever_points``): below h the rotation only translates.
         """
         sk = self.skeleton
-        rel = self.lever_points(joints, points) - self.origins[None, :, :]  # (k, n, 3)
-        if sk.conformal:
-            if self._signed_unit_axes is None:
-                axes = self.world_axes
-                self._signed_unit_axes = axes * (sk.handedness / np.linalg.norm(axes, axis=1))[:, None]
-            cols = cross(self._signed_unit_axes[None], rel)
-        else:
+        if not sk.conformal:
+            rel = self.lever_points(joints, points) - self.origins[None, :, :]  # (k, n, 3)
             linear = self.frames[:, :3, :3]
             if self._linear_inverse is None:
                 self._linear_inverse = np.linalg.inv(linear)
             rel_local = np.einsum("nij,knj->kni", self._linear_inverse, rel)
             cols = np.einsum("nij,knj->kni", linear, cross(sk.axis[None], rel_local))
-        cols[:, sk.prismatic] = self.world_axes[sk.prismatic]
-        cols *= sk.ancestors[joints][:, :, None]  # only joints above a point move it
-        return cols.transpose(0, 2, 1)
+            cols[:, sk.prismatic] = self.world_axes[sk.prismatic]
+            cols *= sk.ancestors[joints][:, :, None]  # only joints above a point move it
+            return cols.transpose(0, 2, 1)
+        if self._signed_unit_axes is None:
+            axes = self.world_axes
+            self._signed_unit_axes = axes * (sk.handedness / np.sqrt(np.einsum("ij,ij->i", axes, axes)))[:, None]
+        ax, ay, az = self._signed_unit_axes.T
+        origins = self.origins
+        if sk.detached.size:
+            rel = self.lever_points(joints, points) - origins[None, :, :]
+            rx, ry, rz = rel[..., 0], rel[..., 1], rel[..., 2]
+        else:  # (k, n) each: written straight into the (k, 3, n) layout
+            rx = points[:, 0, None] - origins[:, 0]
+            ry = points[:, 1, None] - origins[:, 1]
+            rz = points[:, 2, None] - origins[:, 2]
+        cols = np.empty((len(points), 3, sk.size))
+        cols[:, 0] = ay * rz - az * ry
+        cols[:, 1] = az * rx - ax * rz
+        cols[:, 2] = ax * ry - ay * rx
+        if sk.prismatic.any():
+            cols[:, :, sk.prismatic] = self.world_axes[sk.prismatic].T
+        cols *= sk.ancestors[joints][:, None, :]  # only joints above a point move it
+        return cols
 
     def size_scale(self, extra_points: np.ndarray | None = None) -> float:
         """A characteristic length [m] of the posed tree: the diagonal of its bounding box."""

@@ -42,6 +42,12 @@ class Goal(ABC):
         evaluate them in one batch."""
         return np.concatenate([g.residual(kin) for g in goals]), np.vstack([g.jacobian(kin) for g in goals])
 
+    @classmethod
+    def batch(cls, goals: list[Goal]) -> KindBatch:
+        """Several goals of this kind evaluated together during one solve (their targets
+        fixed). A kind may return a batch that gathers its goals' arrays once."""
+        return KindBatch(cls, goals)
+
     def error(self, kin: Kinematics) -> float:
         """Scalar distance from being met [m], compared with the solver's tolerance."""
         return float(np.linalg.norm(self.residual(kin)))
@@ -70,3 +76,21 @@ class Goal(ABC):
         that r dq = v moves it onto the boundary (the solvers hold it there, free along the
         boundary, instead of letting it step out and back in turn). None otherwise."""
         return None
+
+
+class KindBatch:
+    """The goals of one kind in one solve: ``errors`` and ``stack`` of them all."""
+
+    def __init__(self, kind: type[Goal], goals: list[Goal]):
+        self.kind = kind
+        self.goals = goals
+
+    def errors(self, kin: Kinematics) -> np.ndarray:
+        return self.kind.errors(self.goals, kin)
+
+    def stack(self, kin: Kinematics) -> tuple[np.ndarray, np.ndarray]:
+        return self.kind.stack(self.goals, kin)
+
+    def residuals(self, kin: Kinematics) -> np.ndarray:
+        """The residual rows of ``stack`` alone (a kind may skip its Jacobians here)."""
+        return self.stack(kin)[0]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..skeleton import Kinematics
-from .base import Goal
+from .base import Goal, KindBatch
 
 
 class PositionGoal(Goal):
@@ -50,5 +50,30 @@ class PositionGoal(Goal):
         """All distances in one batch: (k,)."""
         return np.linalg.norm(cls._points(goals, kin)[2], axis=1)
 
+    @classmethod
+    def batch(cls, goals: list[PositionGoal]) -> PositionBatch:
+        return PositionBatch(cls, goals)
+
     def point_pairs(self, kin: Kinematics):
         return self.joint, kin.points(self.joint, self.local), self.target[None, :]
+
+
+class PositionBatch(KindBatch):
+    """Position goals with their joints, points and targets gathered into arrays once."""
+
+    def __init__(self, kind, goals: list[PositionGoal]):
+        super().__init__(kind, goals)
+        self.joints = np.concatenate([g.joint for g in goals])
+        self.local = np.vstack([g.local for g in goals])
+        self.targets = np.vstack([g.target for g in goals])
+
+    def errors(self, kin: Kinematics) -> np.ndarray:
+        d = self.targets - kin.points(self.joints, self.local)
+        return np.sqrt(np.einsum("ij,ij->i", d, d))
+
+    def residuals(self, kin: Kinematics) -> np.ndarray:
+        return (self.targets - kin.points(self.joints, self.local)).reshape(-1)
+
+    def stack(self, kin: Kinematics) -> tuple[np.ndarray, np.ndarray]:
+        points = kin.points(self.joints, self.local)
+        return (self.targets - points).reshape(-1), kin.point_jacobian(self.joints, points).reshape(-1, kin.skeleton.size)

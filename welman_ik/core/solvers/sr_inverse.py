@@ -53,12 +53,13 @@ serves the first level alone, so it ends as exact as it can be.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import time
 
 import numpy as np
 
 from ..limits import clamp_step, violating
-from ..problem import FirstLevelKeeper, Problem, SolveResult, check_start, finish, goal_errors, stacked
+from ..problem import FirstLevelKeeper, GoalBatch, Problem, SolveResult, check_start, finish, goal_errors
 
 MAX_STEP = 0.5  # largest joint step per iteration [rad, or tree sizes]
 LIMIT_PASSES = 4
@@ -77,6 +78,7 @@ STALL_GAIN = 1e-3  # relative gain per STALL_SPAN iterations below which a solve
 REFERENCE_INERTIA = 2.0  # the reference level weighs each joint by the bone length it carries to this power
 
 
+@functools.lru_cache(maxsize=16)  # per skeleton (compared by identity): a drag solves one model many times
 def reference_weights(sk) -> np.ndarray:
     """(n,) each joint's weight in the reference level: the length of bone it carries (the
     sum of the offsets of every joint below it, so that short finger bones count little),
@@ -87,7 +89,9 @@ def reference_weights(sk) -> np.ndarray:
     carried = sk.ancestors.T @ np.linalg.norm(sk.rest[:, :3, 3], axis=1)
     positive = carried[carried > 0]
     typical = float(np.median(positive)) if positive.size else 1.0
-    return np.maximum(carried / max(typical, 1e-12), 1.0) ** REFERENCE_INERTIA
+    weights = np.maximum(carried / max(typical, 1e-12), 1.0) ** REFERENCE_INERTIA
+    weights.flags.writeable = False
+    return weights
 
 
 def sr_inverse(a: np.ndarray, e: np.ndarray, k: float) -> np.ndarray:
@@ -96,35 +100,66 @@ def sr_inverse(a: np.ndarray, e: np.ndarray, k: float) -> np.ndarray:
     if a.shape[0] == 0 or a.shape[1] == 0:
         return np.zeros(a.shape[1])
     gram = a @ a.T
-    gram[np.diag_indices_from(gram)] += k * max(float(np.trace(gram)) / gram.shape[0], 1e-300)
+    diagonal = gram.reshape(-1)[:: gram.shape[0] + 1]  # a view: adding to it damps gram
+    diagonal += k * max(float(diagonal.sum()) / gram.shape[0], 1e-300)
     return a.T @ np.linalg.solve(gram, e)
 
 
-def null_space_projector(a: np.ndarray, rank_tol: float = 1e-9) -> np.ndarray:
-    """I - V V^T where V spans the row space of ``a``."""
-    n = a.shape[1]
+def row_basis(a: np.ndarray, rank_tol: float = 1e-6) -> np.ndarray:
+    """(n, r) orthonormal columns spanning the row space of ``a`` (m, n), from the
+    eigenvectors of the small m x m matrix A A^T: singular values below ``rank_tol`` of the
+    largest (or of 1) are left out as rank deficiency."""
     if a.shape[0] == 0:
-        return np.eye(n)
-    _, s, vt = np.linalg.svd(a, full_matrices=False)
-    rank = int(np.sum(s > rank_tol * max(s[0], 1.0))) if s.size else 0
-    v = vt[:rank]
-    return np.eye(n) - v.T @ v
+        return np.zeros((a.shape[1], 0))
+    gram = a @ a.T
+    try:  # full rank, the usual case: V = A^T L^-T with L L^T = A A^T
+        lower = np.linalg.cholesky(gram)
+        diagonal = np.abs(np.diagonal(lower))
+        if diagonal.min() > rank_tol * max(float(diagonal.max()), 1.0):
+            return np.linalg.solve(lower, a).T
+    except np.linalg.LinAlgError:
+        pass
+    values, vectors = np.linalg.eigh(gram)
+    keep = values > rank_tol**2 * max(float(values[-1]), 1.0)
+    return (a.T @ vectors[:, keep]) / np.sqrt(values[keep])
 
 
 def prioritized_step(levels: list[tuple[np.ndarray, np.ndarray]], k) -> list[np.ndarray]:
     """Each level's part of the task-priority step, for ``levels`` [(J_l, e_l)], highest first;
-    ``k``: the damping of each level."""
-    n = levels[0][0].shape[1]
+    ``k``: the damping of each level. Each level's Jacobian is restricted to the null space
+    of those above as J_l - (J_l V) V^T, V an orthonormal basis of their rows, grown level by
+    level from the restricted Jacobians (no n x n projector is formed).
+
+    The last level may be diagonal (J_l given as its diagonal w, as the reference pose's is):
+    its part is then the exact weighted least-squares step in the null space of the levels
+    above, x = t - W^-2 V (V^T W^-2 V)^-1 V^T t with t = W^-1 e, a solve the size of the
+    levels above instead of one the size of the tree (undamped: W is well conditioned)."""
+    n = levels[0][0].shape[-1]
     total = np.zeros(n)
     parts = []
-    above: list[np.ndarray] = []
-    for (jac, err), k_level in zip(levels, k):
-        jn = jac if not above else jac @ null_space_projector(np.vstack(above))
+    basis = np.zeros((n, 0))
+    last = len(levels) - 1
+    for level, ((jac, err), k_level) in enumerate(zip(levels, k)):
+        if jac.ndim == 1:
+            parts.append(_diagonal_step(jac, err - jac * total, basis))
+            break
+        jn = jac - (jac @ basis) @ basis.T if basis.shape[1] else jac
         part = sr_inverse(jn, err - jac @ total, k_level)
         parts.append(part)
         total = total + part
-        above.append(jac)
+        if level < last:
+            basis = np.hstack([basis, row_basis(jn)])
     return parts
+
+
+def _diagonal_step(w: np.ndarray, e: np.ndarray, basis: np.ndarray) -> np.ndarray:
+    """argmin ||W x - e|| over x with V^T x = 0 (V: ``basis``, orthonormal columns)."""
+    target = e / w
+    if not basis.shape[1]:
+        return target
+    inverse = 1.0 / w**2
+    scaled = basis * inverse[:, None]  # W^-2 V
+    return target - scaled @ np.linalg.solve(basis.T @ scaled, basis.T @ target)
 
 
 def escape_nudge(problem: Problem, groups, q: np.ndarray, errors: np.ndarray,
@@ -195,6 +230,9 @@ def _solve(problem: Problem, q0, deadline: float, swapped: bool = False) -> Solv
     if swapped:
         groups[0], groups[1] = groups[1], groups[0]
     weights = np.array([g.weight for g in goals])
+    batch = GoalBatch(goals, weights)
+    group_rows = [batch.rows(g) for g in groups]
+    group_weights = [(weights[g], float(weights[g].sum())) for g in groups]
     tol = problem.tolerance
     one_sided = [i for i, g in enumerate(goals) if g.one_sided and g.weight > 0.0]
 
@@ -208,10 +246,10 @@ def _solve(problem: Problem, q0, deadline: float, swapped: bool = False) -> Solv
     # steps overshoot), lowered back toward the setting when it is taken.
     damping = [problem.damping] * len(groups)
 
-    def level_distance(errs, group) -> float:
-        """Weighted RMS distance of a level's goals [m]."""
-        total = float(weights[group].sum())
-        return float(np.sqrt(weights[group] @ errs[group] ** 2 / total)) if total > 0 else 0.0
+    def level_distances(errs) -> list[float]:
+        """Weighted RMS distance of each level's goals [m]."""
+        return [float(np.sqrt(w @ errs[g] ** 2 / total)) if total > 0 else 0.0
+                for g, (w, total) in zip(groups, group_weights)]
 
     preferred = problem.reference is not None and problem.reference_weight > 0.0 and len(goals) > 0
     if preferred:
@@ -231,7 +269,7 @@ def _solve(problem: Problem, q0, deadline: float, swapped: bool = False) -> Solv
     progress: list[list[float]] = []  # each level's distance at the start of each iteration
     keeper = FirstLevelKeeper(problem)
     for _ in range(problem.max_iterations):
-        errors = goal_errors(goals, kin)
+        errors = batch.errors(kin)
         history.append(float(errors.max(initial=0.0)))
         goals_met = bool(np.all(errors <= tol))
         if goals_met:
@@ -243,7 +281,7 @@ def _solve(problem: Problem, q0, deadline: float, swapped: bool = False) -> Solv
         if not goals_met:
             # Stalled: no level has come closer by a relative STALL_GAIN over STALL_SPAN
             # iterations (a goal out of reach, conflicting goals): the polish starts now.
-            progress.append([level_distance(errors, g) for g in groups])
+            progress.append(level_distances(errors))
             if len(progress) > STALL_SPAN and iterations < polish_from:
                 before, now = progress[-1 - STALL_SPAN], progress[-1]
                 if all(b - n <= STALL_GAIN * max(b, tol) for b, n in zip(before, now)):
@@ -251,13 +289,13 @@ def _solve(problem: Problem, q0, deadline: float, swapped: bool = False) -> Solv
         cols = np.flatnonzero(movable)
         if cols.size == 0:
             break
-        tasks = []
-        for group in groups:
-            e, j = stacked([goals[i] for i in group], kin, weights[group])
-            tasks.append((e / size, j[:, cols] * (col_scale[cols] / size)))
+        e_all, j_all = batch.stack(kin)
+        e_all = e_all / size
+        j_all = (j_all if cols.size == sk.size else j_all[:, cols]) * (col_scale[cols] / size)
+        tasks = [(e_all[rows], j_all[rows]) for rows in group_rows]
         if preferred:  # the lowest level: x = dq / scale toward the reference
             w = ref_weight[cols]
-            tasks.append((w * (problem.reference - q)[cols] / col_scale[cols], np.diag(w)))
+            tasks.append((w * (problem.reference - q)[cols] / col_scale[cols], w))  # diagonal: W x = e
 
         scale = col_scale[cols]
         free = np.ones(cols.size, dtype=bool)
@@ -265,7 +303,11 @@ def _solve(problem: Problem, q0, deadline: float, swapped: bool = False) -> Solv
         parts = [np.zeros(cols.size) for _ in tasks]
         bound_rows, bound_values = np.zeros((0, cols.size)), np.zeros(0)  # range constraints, x units
         for _pass in range(LIMIT_PASSES):
-            reduced = [(j[:, free], e - j[:, ~free] @ fixed_x[~free]) for e, j in tasks]
+            if free.all():
+                reduced = [(j, e) for e, j in tasks]
+            else:
+                reduced = [(j[free], (e - j * np.where(free, 0.0, fixed_x))[free]) if j.ndim == 1
+                           else (j[:, free], e - j[:, ~free] @ fixed_x[~free]) for e, j in tasks]
             if bound_values.size:  # above every goal: ball joints stay on their range's boundary
                 reduced.insert(0, (bound_rows[:, free], bound_values - bound_rows[:, ~free] @ fixed_x[~free]))
             parts = [np.zeros(cols.size) for _ in reduced]
@@ -331,7 +373,7 @@ def _solve(problem: Problem, q0, deadline: float, swapped: bool = False) -> Solv
         # gained. Total drift is then bounded by the lower levels' total progress.
         taken = np.zeros(cols.size)
         new_q, new_kin = None, None
-        start = [level_distance(errors, g) for g in groups]
+        start = level_distances(errors)
         reference = list(start)
         for level, (group, part) in enumerate(zip(groups, parts)):
             if not part.any():
@@ -344,17 +386,15 @@ def _solve(problem: Problem, q0, deadline: float, swapped: bool = False) -> Solv
                     taken, new_q, new_kin = taken + part, trial, None
                     break
                 trial_kin = sk.forward(trial)
-                trial_errors = goal_errors(goals, trial_kin)
-                gain = start[level] - level_distance(trial_errors, group)
-                drift = sum(
-                    max(0.0, level_distance(trial_errors, g) - max(reference[m], tol))
-                    for m, g in enumerate(groups[:level])
-                )
+                trial_errors = batch.errors(trial_kin)
+                trial_distances = level_distances(trial_errors)
+                gain = start[level] - trial_distances[level]
+                drift = sum(max(0.0, d - max(r, tol)) for d, r in zip(trial_distances[:level], reference))
                 if gain >= -1e-15 * start[level] and drift <= DRIFT_SHARE * max(gain, 0.0):
                     taken, new_q, new_kin = taken + beta * part, trial, trial_kin
                     if beta == 1.0:
                         damping[level] = max(problem.damping, damping[level] / DAMPING_FACTOR)
-                    reference[: level + 1] = [level_distance(trial_errors, g) for g in groups[: level + 1]]
+                    reference[: level + 1] = trial_distances[: level + 1]
                     break
                 if beta == 1.0:
                     damping[level] = min(damping[level] * DAMPING_FACTOR, MAX_DAMPING)
@@ -367,10 +407,8 @@ def _solve(problem: Problem, q0, deadline: float, swapped: bool = False) -> Solv
             for _halving in range(MAX_HALVINGS // 2):
                 trial = problem.constrain(q + _dq(sk, cols, taken + beta * parts[-1], scale))
                 trial_kin = sk.forward(trial)
-                trial_errors = goal_errors(goals, trial_kin)
                 allowed = REFERENCE_DRIFT * size
-                if all(level_distance(trial_errors, g) <= max(reference[m], tol) + allowed
-                       for m, g in enumerate(groups)):
+                if all(d <= max(r, tol) + allowed for d, r in zip(level_distances(batch.errors(trial_kin)), reference)):
                     taken, new_q, new_kin = taken + beta * parts[-1], trial, trial_kin
                     break
                 beta *= 0.5
@@ -381,14 +419,15 @@ def _solve(problem: Problem, q0, deadline: float, swapped: bool = False) -> Solv
             q, kin = nudged, sk.forward(nudged)
             continue
         q, kin = new_q, (new_kin if new_kin is not None else sk.forward(new_q))
-    final = goal_errors(goals, kin)
+    final = batch.errors(kin)
+    chosen = q
     if preferred and settled is not None and settled[0] is not q and not np.all(final <= tol):
         q, kin = settled  # stopped (time, iterations) between a step toward the reference and its correction
     elif not swapped:
         # A first level that drifted and could not be brought back (a joint range in the
         # way) was met before: the closest configuration that met it is the answer.
         q, kin = keeper.choose(q, kin, final)
-    return finish(problem, q, iterations, history, kin)
+    return finish(problem, q, iterations, history, kin, final if q is chosen else None)
 
 
 def _dq(sk, cols, x, scale) -> np.ndarray:
