@@ -163,7 +163,8 @@ class GoalBatch:
         counts = np.array([self.goals[i].rows for i in order], dtype=np.intp)
         self._first_row = np.empty(len(self.goals), dtype=np.intp)
         self._first_row[order] = np.concatenate([[0], np.cumsum(counts)[:-1]]) if len(order) else []
-        self.row_scale = np.repeat(np.sqrt(np.asarray(weights, dtype=float)[order]), counts)
+        self.row_goal = np.repeat(order, counts)  # the goal of each of ``stack``'s rows
+        self.row_scale = np.sqrt(np.asarray(weights, dtype=float))[self.row_goal]
 
     def rows(self, members) -> np.ndarray:
         """Indices into ``stack``'s rows of the goals ``members``, in their order."""
@@ -184,14 +185,16 @@ class GoalBatch:
         parts = [batch.residuals(kin) for _, batch in self.kinds]
         return (np.concatenate(parts) if len(parts) > 1 else parts[0]) * self.row_scale
 
-    def stack(self, kin: Kinematics) -> tuple[np.ndarray, np.ndarray]:
-        """Weighted residuals (r,) and Jacobians (r, n), grouped by kind."""
+    def stack(self, kin: Kinematics, weights: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Weighted residuals (r,) and Jacobians (r, n), grouped by kind; ``weights``: the
+        goals' weights for this call instead of the batch's."""
         if not self.kinds:
             return np.zeros(0), np.zeros((0, kin.skeleton.size))
         parts = [batch.stack(kin) for _, batch in self.kinds]
         e = np.concatenate([p[0] for p in parts]) if len(parts) > 1 else parts[0][0]
         j = np.vstack([p[1] for p in parts]) if len(parts) > 1 else parts[0][1]
-        return e * self.row_scale, j * self.row_scale[:, None]
+        scale = self.row_scale if weights is None else np.sqrt(np.asarray(weights, dtype=float))[self.row_goal]
+        return e * scale, j * scale[:, None]
 
 
 class FirstLevelKeeper:

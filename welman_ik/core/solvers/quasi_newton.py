@@ -77,7 +77,7 @@ import time
 
 import numpy as np
 
-from ..problem import FirstLevelKeeper, Problem, SolveResult, by_kind, check_start, finish, goal_errors, stacked
+from ..problem import FirstLevelKeeper, GoalBatch, Problem, SolveResult, check_start, finish
 from .sr_inverse import (
     DAMPING_FACTOR,
     INERTIA_POWER,
@@ -118,15 +118,14 @@ class _Potential:
         self.level = np.array([priorities.index(g.priority) for g in self.goals], dtype=np.intp)
         self.groups = [np.flatnonzero(self.level == lv) for lv in range(len(priorities))]
         self.weights = np.array([g.weight for g in self.goals], dtype=float)
+        self.batch = GoalBatch(self.goals, self.weights)
         self.c = LEVEL_RATIO ** np.arange(len(priorities), dtype=float)
         self.size = kin.size_scale(np.array([g.point_pairs(kin)[2][0] for g in self.goals]) if self.goals else None)
         subtree = sk.ancestors.sum(axis=0)
         col_scale = (np.where(sk.prismatic, SLIDE_SCALE * self.size, 1.0) * np.sqrt(np.clip(sk.mobility, 0.0, 1.0))
                      / subtree**INERTIA_POWER)
         self.scale = col_scale[self.cols]
-        # The rows' order in ``stacked``: grouped by kind.
-        order = [i for members in by_kind(self.goals).values() for i in members]
-        self.row_goal = np.repeat(np.array(order, dtype=np.intp), [self.goals[i].rows for i in order])
+        self.row_goal = self.batch.row_goal  # the rows come grouped by kind
         self.level_rows = [np.arange(0)]
 
     def goal_weights(self) -> np.ndarray:
@@ -137,7 +136,7 @@ class _Potential:
 
     def jacobian(self, kin, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(r (rows,), A (rows, m)): scaled residuals and Jacobian over the movable joints."""
-        e, jac = stacked(self.goals, kin, weights)
+        e, jac = self.batch.stack(kin, weights)
         if self.row_goal.size == e.size:
             row_level = self.level[self.row_goal]
             self.level_rows = [np.flatnonzero(row_level == lv) for lv in range(len(self.c))]
@@ -179,8 +178,8 @@ def solve(problem: Problem, q0) -> SolveResult:
     movable = problem.movable()
     kin = sk.forward(q)
     tol = problem.tolerance
-    errors = goal_errors(problem.goals, kin)
     pot = _Potential(problem, kin)
+    errors = pot.batch.errors(kin)
     cols = pot.cols
     if not problem.goals or cols.size == 0:
         return finish(problem, q, 0, [float(errors.max(initial=0.0))], kin)
@@ -300,7 +299,7 @@ def solve(problem: Problem, q0) -> SolveResult:
             break
         nudges += 1
         nudged_kin = sk.forward(nudged)
-        restart(nudged, nudged_kin, goal_errors(problem.goals, nudged_kin))
+        restart(nudged, nudged_kin, pot.batch.errors(nudged_kin))
 
     if reference is not None and settled is not None and settled[0] is not q and not np.all(errors <= tol):
         q, kin = settled  # stopped between a step toward the reference and the goals' correction
@@ -382,7 +381,7 @@ class _Reference:
                                       self.lower, self.upper)
             fixed = problem.constrain(fixed)
             fixed_kin = sk.forward(fixed)
-            fixed_errors = goal_errors(pot.goals, fixed_kin)
+            fixed_errors = pot.batch.errors(fixed_kin)
             if np.all(fixed_errors <= allowed) and self.distance(fixed) < before:
                 self.last_step = float(np.abs((fixed - q)[pot.cols] / self.unit).max(initial=0.0))
                 return fixed, fixed_kin, fixed_errors
@@ -446,7 +445,7 @@ def _line_search(problem: Problem, pot: _Potential, q: np.ndarray, value: float,
     for halving in range(MAX_HALVINGS):
         trial = _place(problem, pot, q, x, alpha, dq, alpha_max, hit, lower, upper)
         trial_kin = problem.skeleton.forward(trial)
-        trial_errors = goal_errors(pot.goals, trial_kin)
+        trial_errors = pot.batch.errors(trial_kin)
         trial_value = pot.value(trial_errors)
         slope = float(grad @ ((trial - q)[cols] / pot.scale))
         if trial_value <= value + ARMIJO * min(slope, 0.0) and np.isfinite(trial_value):

@@ -289,13 +289,17 @@ def _solve(problem: Problem, q0, deadline: float, swapped: bool = False) -> Solv
         cols = np.flatnonzero(movable)
         if cols.size == 0:
             break
+        if preferred:
+            reference_x = ref_weight[cols] * (problem.reference - q)[cols] / col_scale[cols]
+            distance = float(np.linalg.norm(reference_x))
+            if goals_met and distance > (1.0 - REFERENCE_PROGRESS) * closest:
+                break  # goals met and the reference no longer gets closer: no step is needed to know
         e_all, j_all = batch.stack(kin)
         e_all = e_all / size
         j_all = (j_all if cols.size == sk.size else j_all[:, cols]) * (col_scale[cols] / size)
         tasks = [(e_all[rows], j_all[rows]) for rows in group_rows]
         if preferred:  # the lowest level: x = dq / scale toward the reference
-            w = ref_weight[cols]
-            tasks.append((w * (problem.reference - q)[cols] / col_scale[cols], w))  # diagonal: W x = e
+            tasks.append((reference_x, ref_weight[cols]))  # diagonal: W x = e
 
         scale = col_scale[cols]
         free = np.ones(cols.size, dtype=bool)
@@ -356,7 +360,6 @@ def _solve(problem: Problem, q0, deadline: float, swapped: bool = False) -> Solv
             parts[-1] = pull * parts[-1]
             # Goals met, the reference is done when its step is small or it no longer
             # gets closer (what is left of it conflicts with the goals or the limits).
-            distance = float(np.linalg.norm(tasks[-1][0]))
             if goals_met and (np.abs(parts[-1] * scale).max(initial=0.0) < REFERENCE_SETTLED
                               or distance > (1.0 - REFERENCE_PROGRESS) * closest):
                 break
