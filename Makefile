@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 OUT := out
 RUFF_ARGS := --line-length 120 --target-version py311 --ignore RUF012
 
-.PHONY: all venv demo test test-core test-blender test-blender-5 e2e lint bench bench-cleanup package clean
+.PHONY: all venv demo test test-core test-blender test-blender-5 e2e lint bench bench-scaling bench-cleanup package clean
 
 all: test
 
@@ -57,6 +57,11 @@ lint: venv
 ## bench: time per drag step against Blender's own IK
 bench: venv
 	$(PY) scripts/bench_drag.py
+
+## bench-scaling: time per drag step against the number of bones (50 to 2000), ours and Blender's; docs/images/scaling.png
+bench-scaling: venv
+	$(PY) -c "import matplotlib" 2>/dev/null || $(PY) -m pip install --quiet matplotlib
+	$(PY) scripts/bench_scaling.py
 
 ## bench-cleanup: foot contacts detected and baked on the fixture clips; out/bench_cleanup.json, docs/images/cleanup_*.png
 bench-cleanup: venv

@@ -14,6 +14,13 @@ resized the sidebar) with new coordinates, ``finish`` after writing ``DIR/result
 then Blender quits. Any error is written to ``DIR/fatal.json`` and
 Blender quits.
 
+Per mouse event of the interactive drag, the time from the event's arrival in the operator's
+modal handler to the end of the viewport redraw that shows it: the operator's ``modal`` is
+wrapped (on the class, from here: the add-on is not changed) to stamp each ``MOUSEMOVE`` as it
+comes in and as it is handled (solve, write, depsgraph update), and draw handlers on the 3D
+viewport's main region stamp when its next draw begins (``PRE_VIEW``) and ends (``POST_PIXEL``,
+added after the add-on's own, so it runs last). ``result.json`` has them as ``mouse_events``.
+
 A ``status`` request with ``mouse_window`` also tells which bone the add-on's pick finds there, the
 pins, and the dragged bone's world orientation; in ``pin-key`` mode the timer keeps the pins and
 that orientation when a pin is first added (the pin key pressed mid-drag).
@@ -121,6 +128,7 @@ class State:
     events: list = []
     statuses: list = []
     handles: list = []
+    moves: list = []  # per MOUSEMOVE handled by the drag: perf_counter stamps (see time_mouse_events)
     quitting = False
 
 
@@ -170,6 +178,64 @@ def _count_view_draw():
 
 def _count_ui_draw():
     S.ui_draws += 1
+
+
+def _viewport_draw_begins():
+    now = time.perf_counter()
+    for move in reversed(S.moves):  # the moves handled since the last draw: this draw shows them
+        if move["draw_began"] is not None:
+            break
+        move["draw_began"] = now
+
+
+def _viewport_draw_ends():
+    now = time.perf_counter()
+    for move in reversed(S.moves):
+        if move["drawn"] is not None:
+            break
+        if move["draw_began"] is not None:
+            move["drawn"] = now
+
+
+def time_mouse_events():
+    """Wrap the interactive drag's ``modal`` (shared by the drag and the motion edit) so that
+    each mouse move it handles is stamped on arrival and when handled; the viewport's draw
+    handlers stamp the redraw that follows. Blender looks the method up on the class at each
+    call, so the wrapper takes effect for every drag started from now on."""
+    from welman_ik.blender import operators
+
+    modal = operators.ModalDrag.modal
+
+    def timed_modal(self, context, event):
+        if event.type != "MOUSEMOVE":
+            return modal(self, context, event)
+        arrived = time.perf_counter()
+        try:
+            return modal(self, context, event)
+        finally:
+            if len(S.moves) < 20000:
+                S.moves.append({"arrived": arrived, "handled": time.perf_counter(), "draw_began": None,
+                                "drawn": None})
+
+    timed_modal.__wrapped__ = modal
+    operators.ModalDrag.modal = timed_modal
+
+
+def mouse_event_times() -> list:
+    """Per timed mouse event [ms from its arrival in the modal handler]: ``handled`` (the
+    operator's work: solve, write, depsgraph update), ``draw_began`` and ``drawn`` (the start
+    and end of the viewport redraw after it, None when none came), and ``superseded``: the
+    next event arrived before that redraw, so it showed the next event's pose as well."""
+    rows = []
+    for i, move in enumerate(S.moves):
+        following = S.moves[i + 1]["arrived"] if i + 1 < len(S.moves) else math.inf
+
+        def since(key, m=move):
+            return None if m[key] is None else 1000.0 * (m[key] - m["arrived"])
+
+        rows.append({"handled": since("handled"), "draw_began": since("draw_began"), "drawn": since("drawn"),
+                     "superseded": move["drawn"] is not None and following < move["draw_began"]})
+    return rows
 
 
 # --------------------------------------------------------------------------- helpers
@@ -325,6 +391,9 @@ def step_setup():
         handle = bpy.types.SpaceView3D.draw_handler_add(callback, (), region_type, "POST_PIXEL")
         S.handles.append((handle, region_type))
     common.load_addon(ARGS.root)
+    time_mouse_events()
+    for callback, kind in ((_viewport_draw_begins, "PRE_VIEW"), (_viewport_draw_ends, "POST_PIXEL")):
+        S.handles.append((bpy.types.SpaceView3D.draw_handler_add(callback, (), "WINDOW", kind), "WINDOW"))
     bpy.utils.register_class(E2E_PT_probe)
     bpy.utils.register_class(E2E_OT_event_log)
     S.keymap = setup_keymap()
@@ -580,6 +649,13 @@ def result(request) -> dict:
     path, latencies = first_hook(LATENCY_HOOKS)
     out["latency_source"] = path
     out["latencies_ms"] = [float(v) for v in latencies] if latencies is not None else None
+    out["mouse_events"] = mouse_event_times()
+    try:
+        import gpu
+
+        out["gl_renderer"] = f"{gpu.platform.vendor_get()} {gpu.platform.renderer_get()}"
+    except (ImportError, AttributeError, RuntimeError):
+        out["gl_renderer"] = None
     ls = obj.welman_ik.last_solve
     out["last_solve"] = {k: getattr(ls, k) for k in ("iterations", "drag_error", "max_pin_error", "milliseconds",
                                                      "converged") if hasattr(ls, k)}
