@@ -19,7 +19,13 @@ modal handler to the end of the viewport redraw that shows it: the operator's ``
 wrapped (on the class, from here: the add-on is not changed) to stamp each ``MOUSEMOVE`` as it
 comes in and as it is handled (solve, write, depsgraph update), and draw handlers on the 3D
 viewport's main region stamp when its next draw begins (``PRE_VIEW``) and ends (``POST_PIXEL``,
-added after the add-on's own, so it runs last). ``result.json`` has them as ``mouse_events``.
+added after the add-on's own, so it runs last). The add-on's own draw callback (``overlay.draw``,
+the one it gives ``SpaceView3D.draw_handler_add``) is wrapped in its module before the add-on
+registers, so the handler it adds is the timed one: each call's duration is kept, and the calls
+within a viewport draw are summed onto the events that draw shows. Both the handler and the
+callback are also timed in the CPU time of Blender's main thread (``time.thread_time``), which
+leaves out the time other threads and processes take the cores from it (llvmpipe's rasterizer
+threads among them). ``result.json`` has them as ``mouse_events`` and ``overlay_draws``.
 
 A ``status`` request with ``mouse_window`` also tells which bone the add-on's pick finds there, the
 pins, and the dragged bone's world orientation; in ``pin-key`` mode the timer keeps the pins and
@@ -129,6 +135,8 @@ class State:
     statuses: list = []
     handles: list = []
     moves: list = []  # per MOUSEMOVE handled by the drag: perf_counter stamps (see time_mouse_events)
+    overlay_draws: list = []  # ms of each call of the add-on's draw callback (see time_overlay_draw)
+    overlay_in_draw = None  # [wall, thread CPU] ms of the add-on's draw callback so far in the viewport draw
     quitting = False
 
 
@@ -182,6 +190,7 @@ def _count_ui_draw():
 
 def _viewport_draw_begins():
     now = time.perf_counter()
+    S.overlay_in_draw = [0.0, 0.0]
     for move in reversed(S.moves):  # the moves handled since the last draw: this draw shows them
         if move["draw_began"] is not None:
             break
@@ -190,11 +199,44 @@ def _viewport_draw_begins():
 
 def _viewport_draw_ends():
     now = time.perf_counter()
+    overlay, S.overlay_in_draw = S.overlay_in_draw, None
     for move in reversed(S.moves):
         if move["drawn"] is not None:
             break
         if move["draw_began"] is not None:
             move["drawn"] = now
+            move["overlay"], move["overlay_cpu"] = overlay if overlay is not None else (None, None)
+
+
+def time_overlay_draw():
+    """Wrap the add-on's viewport draw callback in its module, before the add-on registers
+    (``overlay.register`` hands ``SpaceView3D.draw_handler_add`` the module's ``draw`` as it
+    finds it then), so that every call is timed: its milliseconds go to ``S.overlay_draws`` and,
+    within a viewport draw, onto that draw's sums of wall and thread CPU time
+    (``S.overlay_in_draw``)."""
+    if ARGS.root not in sys.path:
+        sys.path.insert(0, ARGS.root)
+    from welman_ik.blender import overlay
+
+    if getattr(overlay, "_handle", None) is not None:
+        raise RuntimeError("the add-on's draw handler is already registered: its draw callback cannot be timed")
+    draw = overlay.draw
+
+    def timed_draw(*args):
+        started, started_cpu = time.perf_counter(), time.thread_time()
+        try:
+            return draw(*args)
+        finally:
+            ms = 1000.0 * (time.perf_counter() - started)
+            cpu_ms = 1000.0 * (time.thread_time() - started_cpu)
+            if len(S.overlay_draws) < 100000:
+                S.overlay_draws.append(ms)
+            if S.overlay_in_draw is not None:
+                S.overlay_in_draw[0] += ms
+                S.overlay_in_draw[1] += cpu_ms
+
+    timed_draw.__wrapped__ = draw
+    overlay.draw = timed_draw
 
 
 def time_mouse_events():
@@ -209,13 +251,14 @@ def time_mouse_events():
     def timed_modal(self, context, event):
         if event.type != "MOUSEMOVE":
             return modal(self, context, event)
-        arrived = time.perf_counter()
+        arrived, arrived_cpu = time.perf_counter(), time.thread_time()
         try:
             return modal(self, context, event)
         finally:
             if len(S.moves) < 20000:
                 S.moves.append({"arrived": arrived, "handled": time.perf_counter(), "draw_began": None,
-                                "drawn": None})
+                                "drawn": None, "overlay": None, "overlay_cpu": None,
+                                "handler_cpu": 1000.0 * (time.thread_time() - arrived_cpu)})
 
     timed_modal.__wrapped__ = modal
     operators.ModalDrag.modal = timed_modal
@@ -224,7 +267,9 @@ def time_mouse_events():
 def mouse_event_times() -> list:
     """Per timed mouse event [ms from its arrival in the modal handler]: ``handled`` (the
     operator's work: solve, write, depsgraph update), ``draw_began`` and ``drawn`` (the start
-    and end of the viewport redraw after it, None when none came), and ``superseded``: the
+    and end of the viewport redraw after it, None when none came), ``overlay`` (the add-on's
+    draw callback within that redraw [ms], None when none came), ``handler_cpu`` and
+    ``overlay_cpu`` (the same two in the main thread's CPU time [ms]), and ``superseded``: the
     next event arrived before that redraw, so it showed the next event's pose as well."""
     rows = []
     for i, move in enumerate(S.moves):
@@ -234,6 +279,8 @@ def mouse_event_times() -> list:
             return None if m[key] is None else 1000.0 * (m[key] - m["arrived"])
 
         rows.append({"handled": since("handled"), "draw_began": since("draw_began"), "drawn": since("drawn"),
+                     "overlay": move["overlay"], "handler_cpu": move["handler_cpu"],
+                     "overlay_cpu": move["overlay_cpu"],
                      "superseded": move["drawn"] is not None and following < move["draw_began"]})
     return rows
 
@@ -390,6 +437,7 @@ def step_setup():
     for callback, region_type in ((_count_view_draw, "WINDOW"), (_count_ui_draw, "UI")):
         handle = bpy.types.SpaceView3D.draw_handler_add(callback, (), region_type, "POST_PIXEL")
         S.handles.append((handle, region_type))
+    time_overlay_draw()
     common.load_addon(ARGS.root)
     time_mouse_events()
     for callback, kind in ((_viewport_draw_begins, "PRE_VIEW"), (_viewport_draw_ends, "POST_PIXEL")):
@@ -650,6 +698,7 @@ def result(request) -> dict:
     out["latency_source"] = path
     out["latencies_ms"] = [float(v) for v in latencies] if latencies is not None else None
     out["mouse_events"] = mouse_event_times()
+    out["overlay_draws"] = S.overlay_draws
     try:
         import gpu
 
