@@ -3,7 +3,8 @@ snapshots that put every channel back bit for bit.
 
 Rotations reach the solver as Euler angles in a bone's hinge order and come back in the
 bone's own mode (quaternion, any Euler order, axis-angle), continuous with the value the
-bone held, so keys interpolate cleanly.
+bone held, so keys interpolate cleanly. The conversions work on arrays of bones at once
+(``ROTATION_VALUES``), and ``PoseArrays`` reads and writes every bone's channels in bulk.
 """
 
 from __future__ import annotations
@@ -57,9 +58,13 @@ ROTATION_SLOTS = {"rotation_quaternion": 1, "rotation_euler": 2, "rotation_axis_
 class BoneChannels:
     """One bone's rotation and location channels, to put back exactly."""
 
-    def __init__(self, pose_bone):
-        self.values = (tuple(pose_bone.location), tuple(pose_bone.rotation_quaternion),
-                       tuple(pose_bone.rotation_euler), tuple(pose_bone.rotation_axis_angle))
+    CHANNELS = ("location", "rotation_quaternion", "rotation_euler", "rotation_axis_angle")  # as in ``values``
+
+    def __init__(self, pose_bone=None, values: tuple | None = None):
+        """From a pose bone, or ``values``: (location, quaternion, Euler, axis-angle) tuples."""
+        self.values = values if pose_bone is None else (
+            tuple(pose_bone.location), tuple(pose_bone.rotation_quaternion),
+            tuple(pose_bone.rotation_euler), tuple(pose_bone.rotation_axis_angle))
 
     def restore(self, pose_bone) -> None:
         (pose_bone.location, pose_bone.rotation_quaternion, pose_bone.rotation_euler,
@@ -91,6 +96,7 @@ class PoseSnapshot:
             pb.rotation_mode = mode
             for channel, value in zip(self.CHANNELS, channels):
                 setattr(pb, channel, value)
+
 
 
 def euler_quaternion(angles, order: str) -> np.ndarray:
@@ -132,6 +138,189 @@ def rotation_channels(pose_bone, euler: Euler) -> tuple[str, tuple]:
     return "rotation_axis_angle", (angle, *(float(v) for v in axis))
 
 
-def set_rotation(pose_bone, euler: Euler) -> None:
-    """Write a rotation in the bone's own mode, continuous with its previous value."""
-    setattr(pose_bone, *rotation_channels(pose_bone, euler))
+ROTATION_PATHS = {"QUATERNION": "rotation_quaternion", "AXIS_ANGLE": "rotation_axis_angle"}  # Euler: rotation_euler
+EULER_HYPOT_EPSILON = 1e-12  # below it the middle angle is at +-90 degrees (gimbal lock)
+FEW_ROWS = 8  # up to this many rotations, mathutils one by one is faster than the array operations
+
+
+def rotation_path(mode: str) -> str:
+    """The data path of the channel rotation mode ``mode`` stores its rotation in."""
+    return ROTATION_PATHS.get(mode, "rotation_euler")
+
+
+class PoseArrays:
+    """The channels of every pose bone of an armature as float32 arrays, one row per bone
+    in ``pose.bones`` order, read and written in bulk (``foreach_get``/``foreach_set``):
+    each channel is read on first use; ``flush`` writes back the ones that were set."""
+
+    SIZES = {"location": 3, "rotation_quaternion": 4, "rotation_euler": 3, "rotation_axis_angle": 4}
+
+    def __init__(self, pose_bones):
+        self.pose_bones = pose_bones
+        self.arrays: dict[str, np.ndarray] = {}
+        self.changed: set[str] = set()
+
+    def __getitem__(self, channel: str) -> np.ndarray:
+        if channel not in self.arrays:
+            values = np.empty((len(self.pose_bones), self.SIZES[channel]), dtype=np.float32)
+            self.pose_bones.foreach_get(channel, values.ravel())
+            self.arrays[channel] = values
+        return self.arrays[channel]
+
+    def set(self, channel: str, rows: np.ndarray, values: np.ndarray) -> None:
+        self[channel][rows] = values
+        self.changed.add(channel)
+
+    def flush(self) -> bool:
+        """Write the channels that were set onto the pose bones; False when there were none.
+        The caller tags the armature for evaluation (``foreach_set`` runs no update)."""
+        for channel in self.changed:
+            self.pose_bones.foreach_set(channel, self.arrays[channel].ravel())
+        return bool(self.changed)
+
+
+def order_axes(orders) -> np.ndarray:
+    """(n, 3): the axis index (0 X, 1 Y, 2 Z) of each letter of each Euler order, in the
+    order the rotations apply."""
+    return np.array([[AXES.index(letter) for letter in order] for order in orders], dtype=np.intp).reshape(-1, 3)
+
+
+def _parity(axes: np.ndarray) -> np.ndarray:
+    """(n,): -1 for the orders whose axes are an odd permutation of XYZ (XZY, YXZ, ZYX), else 1."""
+    return np.where((axes[:, 1] - axes[:, 0]) % 3 == 2, -1.0, 1.0)
+
+
+def _quaternion_matrix_form() -> np.ndarray:
+    """T (16, 9): the rotation matrix of a unit quaternion q (w, x, y, z) is
+    ``(q q^T).ravel() @ T``, row by row."""
+    terms = {  # matrix entry -> (coefficient, a, b) of its products q_a q_b
+        (0, 0): ((1, 0, 0), (1, 1, 1), (-1, 2, 2), (-1, 3, 3)), (0, 1): ((2, 1, 2), (-2, 0, 3)),
+        (0, 2): ((2, 1, 3), (2, 0, 2)), (1, 0): ((2, 1, 2), (2, 0, 3)),
+        (1, 1): ((1, 0, 0), (-1, 1, 1), (1, 2, 2), (-1, 3, 3)), (1, 2): ((2, 2, 3), (-2, 0, 1)),
+        (2, 0): ((2, 1, 3), (-2, 0, 2)), (2, 1): ((2, 2, 3), (2, 0, 1)),
+        (2, 2): ((1, 0, 0), (-1, 1, 1), (-1, 2, 2), (1, 3, 3)),
+    }
+    form = np.zeros((4, 4, 3, 3))
+    for (i, j), products in terms.items():
+        for coefficient, a, b in products:
+            form[a, b, i, j] = coefficient
+    return form.reshape(16, 9)
+
+
+def _euler_quaternion_form() -> np.ndarray:
+    """T (8, 4): the quaternion (w, then the vector part by slot) of Euler angles whose
+    half angles by slot (first, middle, last axis) have cosines c and sines s is the
+    products (c|s)_first (c|s)_middle (c|s)_last, raveled, ``@ T`` (Blender's ``eulO_to_quat``)."""
+    form = np.zeros((2, 2, 2, 4))
+    form[0, 0, 0, 0] = form[1, 1, 1, 0] = 1.0  # w = c c c + s s s
+    form[1, 0, 0, 1], form[0, 1, 1, 1] = 1.0, -1.0  # first axis
+    form[1, 0, 1, 2] = form[0, 1, 0, 2] = 1.0  # middle axis
+    form[0, 0, 1, 3], form[1, 1, 0, 3] = 1.0, -1.0  # last axis
+    return form.reshape(8, 4)
+
+
+QUATERNION_MATRIX = _quaternion_matrix_form()
+EULER_QUATERNION = _euler_quaternion_form()
+CANDIDATE_SINES = np.array([[[1.0, 1.0, 1.0]], [[-1.0, 1.0, -1.0]]])  # the two decompositions of a matrix
+CANDIDATE_COSINES = np.array([[[1.0]], [[-1.0]]])
+
+
+def euler_quaternions(angles: np.ndarray, axes: np.ndarray) -> np.ndarray:
+    """(w, x, y, z) (n, 4) of Euler angles (n, 3) [rad, x y z], each row in the order of
+    its ``axes`` (``order_axes``), in double precision (mathutils works in single): Blender's
+    ``eulO_to_quat``."""
+    n = len(axes)
+    rows = np.arange(n)[:, None]
+    parity = _parity(axes)
+    half = 0.5 * np.asarray(angles, dtype=float)[rows, axes]  # by slot
+    half[:, 1] *= parity
+    trig = np.stack([np.cos(half), np.sin(half)], axis=2)  # (n, slot, c|s)
+    products = (trig[:, 0, :, None, None] * trig[:, 1, None, :, None] * trig[:, 2, None, None, :]).reshape(n, 8)
+    by_slot = products @ EULER_QUATERNION
+    by_slot[:, 2] *= parity
+    quat = np.empty((n, 4))
+    quat[:, 0] = by_slot[:, 0]
+    quat[rows, 1 + axes] = by_slot[:, 1:]
+    return quat
+
+
+def quaternion_matrices(quat: np.ndarray) -> np.ndarray:
+    """Rotation matrices (n, 3, 3) of unit quaternions (n, 4) (w, x, y, z)."""
+    return ((quat[:, :, None] * quat[:, None, :]).reshape(-1, 16) @ QUATERNION_MATRIX).reshape(-1, 3, 3)
+
+
+def compatible_eulers(euler: np.ndarray, previous: np.ndarray) -> np.ndarray:
+    """Euler angles shifted by whole turns to within half a turn of ``previous`` (Blender's
+    ``compatible_eul``)."""
+    d = euler - previous
+    far = np.abs(d)
+    turns = np.where(far > math.pi, np.floor(far / (2.0 * math.pi) + 0.5), 0.0)
+    return euler - np.copysign(turns * (2.0 * math.pi), d)
+
+
+def matrix_eulers(matrices: np.ndarray, axes: np.ndarray, previous: np.ndarray) -> np.ndarray:
+    """Euler angles (n, 3) of rotation matrices (n, 3, 3), each row in the order of its
+    ``axes``: of the two decompositions, each shifted by whole turns, the one closest to
+    ``previous`` (n, 3); the double-precision form of Blender's ``Matrix.to_euler(order,
+    compatible)``."""
+    rows = np.arange(len(axes))[:, None]
+    m = matrices[rows[:, :, None], axes[:, :, None], axes[:, None, :]]  # rows and columns by slot
+    cy = np.hypot(m[:, 0, 0], m[:, 1, 0])
+    sines = m[:, (2, 2, 1), (1, 0, 0)]
+    sines[:, 1] *= -1.0
+    cosines = np.stack([m[:, 2, 2], cy, m[:, 0, 0]], axis=1)
+    by_slot = np.arctan2(sines * CANDIDATE_SINES, cosines * CANDIDATE_COSINES)  # (2, n, slot)
+    locked = cy <= EULER_HYPOT_EPSILON  # the first and last axes line up: all on the first
+    if locked.any():
+        by_slot[:, locked, 0] = np.arctan2(-m[locked, 1, 2], m[locked, 1, 1])
+        by_slot[:, locked, 1] = np.arctan2(-m[locked, 2, 0], cy[locked])
+        by_slot[:, locked, 2] = 0.0
+    both = np.empty_like(by_slot)
+    both[:, rows, axes] = by_slot * _parity(axes)[:, None]
+    both = compatible_eulers(both, previous)
+    distance = np.abs(both - previous).sum(axis=2)
+    return both[(distance[1] < distance[0]).astype(np.intp), rows[:, 0]]
+
+
+def euler_values(angles: np.ndarray, axes: np.ndarray, mode_axes: np.ndarray, current: np.ndarray) -> np.ndarray:
+    """Euler channels (n, 3) in the orders of ``mode_axes`` of Euler angles (n, 3) in the
+    orders of ``axes``: the angles themselves where the orders agree, else the equivalent
+    angles closest to the ``current`` channels."""
+    out = np.array(angles, dtype=float)
+    other = np.flatnonzero(np.any(axes != mode_axes, axis=1))
+    if len(other) > FEW_ROWS:
+        matrices = quaternion_matrices(euler_quaternions(out[other], axes[other]))
+        out[other] = matrix_eulers(matrices, mode_axes[other], current[other])
+    else:
+        for i in other:
+            order, mode = "".join(AXES[a] for a in axes[i]), "".join(AXES[a] for a in mode_axes[i])
+            out[i] = Euler(out[i].tolist(), order).to_matrix().to_euler(mode, Euler(current[i].tolist(), mode))
+    return out
+
+
+def quaternion_values(angles: np.ndarray, axes: np.ndarray, mode_axes: np.ndarray, current: np.ndarray) -> np.ndarray:
+    """Quaternion channels (n, 4) of Euler angles (n, 3) in the orders of ``axes``, each on
+    the hemisphere of the ``current`` quaternion (so keys interpolate the short way)."""
+    quat = euler_quaternions(angles, axes)
+    quat[np.einsum("ij,ij->i", quat, current) < 0.0] *= -1.0
+    return quat
+
+
+def axis_angle_values(angles: np.ndarray, axes: np.ndarray, mode_axes: np.ndarray, current: np.ndarray) -> np.ndarray:
+    """Axis-angle channels (n, 4) (angle, axis) of Euler angles (n, 3) in the orders of
+    ``axes``, on the hemisphere of the ``current`` rotation, the axis on the side of its axis."""
+    current = np.asarray(current, dtype=float)
+    held_axis = current[:, 1:]
+    length = np.linalg.norm(held_axis, axis=1)[:, None]
+    unit = np.where(length > 0.0, held_axis / np.where(length > 0.0, length, 1.0), (0.0, 1.0, 0.0))
+    held = np.concatenate([np.cos(0.5 * current[:, :1]), np.sin(0.5 * current[:, :1]) * unit], axis=1)
+    quat = quaternion_values(angles, axes, mode_axes, held)
+    norm = np.linalg.norm(quat[:, 1:], axis=1)[:, None]
+    angle = 2.0 * np.arctan2(norm, quat[:, :1])
+    axis = np.where(norm > 0.0, quat[:, 1:] / np.where(norm > 0.0, norm, 1.0), held_axis)
+    flip = (np.einsum("ij,ij->i", axis, held_axis) < 0.0)[:, None]
+    return np.where(flip, -1.0, 1.0) * np.concatenate([angle, axis], axis=1)
+
+
+ROTATION_VALUES = {"rotation_euler": euler_values, "rotation_quaternion": quaternion_values,
+                   "rotation_axis_angle": axis_angle_values}

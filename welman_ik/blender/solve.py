@@ -263,8 +263,9 @@ class DragSolver:
         figures."""
         self.model.write(self.q)
         evaluated = self.goals.measure(self.obj)
-        kin = self.model.skeleton.forward(self.q)
-        model_points = np.array([g.point(kin) for g in self.pin_goals + [self.drag_goal]])
+        goals = self.pin_goals + [self.drag_goal]
+        model_points = self.model.skeleton.forward(self.q).points(np.concatenate([g.joint for g in goals]),
+                                                                  np.concatenate([g.local for g in goals]))
         points = len(self.pin_goals)
         model_errors = np.concatenate([figures.result.errors[:points], figures.result.errors[-1:]])
         model_met = model_errors <= self.settings.tolerance + evaluated_slack(model_points)
@@ -272,9 +273,10 @@ class DragSolver:
         measured = evaluated_measure(self.goals, evaluated, self.settings.tolerance)
         shaped = self.shaped_measure()
         pin_errors = np.concatenate([measured.errors[:-1][measured.counted[:-1]], shaped.errors[shaped.counted]])
+        converged = measured.converged and shaped.converged
         figures = Figures(figures.result, float(measured.errors[-1]), float(pin_errors.max(initial=0.0)),
-                          figures.milliseconds, measured.converged and shaped.converged,
-                          explain(self, figures.result, measured, shaped))
+                          figures.milliseconds, converged, "" if converged else explain(self, figures.result, measured,
+                                                                                          shaped))
         record(self.settings.last_solve, figures)
         return figures
 
