@@ -30,7 +30,7 @@ test-core: venv
 test-blender: venv
 	$(PY) -m pytest tests/blender -q
 
-E2E_DEBS := blender xvfb xdotool imagemagick python3-numpy
+E2E_DEBS := blender xvfb xdotool imagemagick python3-numpy python3-threadpoolctl
 
 ## e2e: the interactive drag, motion edit and bake in a real Blender 3.4 window (Debian packages, Xvfb, xdotool)
 # The cancel run is the timing run (P4): a smaller window draws faster in software, so more of its
@@ -47,7 +47,7 @@ e2e:
 VENV5 := .venv-bpy5
 $(VENV5)/.installed: tests/requirements.txt
 	test -x $(VENV5)/bin/python || $(PYTHON) -m venv $(VENV5)
-	$(VENV5)/bin/python -m pip install --quiet "bpy==5.0.1" "numpy<2" "pytest==9.*" "hypothesis==6.*"
+	$(VENV5)/bin/python -m pip install --quiet "bpy==5.0.1" "numpy<2" "pytest==9.*" "hypothesis==6.*" "threadpoolctl==3.*"
 	touch $@
 
 test-blender-5: $(VENV5)/.installed

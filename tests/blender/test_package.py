@@ -13,3 +13,4 @@ def test_extension_builds_and_validates(tmp_path):
     assert "blender_manifest.toml" in names
     assert "__init__.py" in names and "core/solvers/sr_inverse.py" in names
     assert not any("__pycache__" in n for n in names)
+    assert "wheels/threadpoolctl-3.8.0-py3-none-any.whl" in names  # the manifest's wheels, bundled
