@@ -482,3 +482,103 @@ def test_missed_frames_are_reported_listed_and_reachable(fig_6_5):
     obj.animation_data.action = bpy.data.actions[obj.animation_data.action.name.removesuffix(".welman_bake")]
     assert bpy.ops.welman_ik.bake(frame_start=1, frame_end=21) == {"FINISHED"}
     assert len(settings.bake_misses) == 0 and settings.last_solve.converged
+
+
+def _solved(obj) -> tuple:
+    """A bake of frames 1-21 solved but not written (the pose put back): the baker, and the
+    channels of each frame as the model gives them, taken while the frame's animated pose is
+    on the bones."""
+    from welman_ik.blender.bake import Baker
+
+    baker = Baker(bpy.context, obj, 1, 21)
+    channels = {}
+    while not baker.done:
+        baker.next()
+        frame = baker.frames[baker.index - 1]
+        channels[frame] = baker.model.channels(baker.solved[frame][2])
+    baker.abort()
+    return baker, channels
+
+
+def _animated(obj, frame: int, name: str, path: str, width: int) -> list[float]:
+    curves = {(fc.data_path, fc.array_index): fc for fc in keyframes.action_fcurves(obj)}
+    return [curves[f'pose.bones["{name}"].{path}', i].evaluate(frame) for i in range(width)]
+
+
+def test_each_frame_starts_where_the_last_frames_lead(fig_6_5, monkeypatch):
+    """A frame's solve starts from the corrections of the frames before it carried on (a
+    held foot needs a correction that changes smoothly): fewer iterations than from the
+    last frame's correction alone, and the same result, as the pose the solve keeps to is
+    the same."""
+    from welman_ik.blender import bake
+
+    warm, warm_channels = _solved(fig_6_5)
+    monkeypatch.setattr(bake, "EXTRAPOLATED", set())
+    cold, cold_channels = _solved(fig_6_5)
+    iterations = {name: sum(b.goal_log[f][4] for f in b.frames) for name, b in (("warm", warm), ("cold", cold))}
+    assert iterations["warm"] < iterations["cold"], iterations
+    for frame, bones in warm_channels.items():
+        for name, (path, rotation, _location) in bones.items():
+            np.testing.assert_allclose(rotation, cold_channels[frame][name][1], atol=1e-3, err_msg=f"{name} @ {frame}")
+
+
+def test_a_frame_the_animation_already_holds_is_left_as_animated(fig_6_5):
+    """On frame 1 the feet stand where they are pinned: it is not solved, and its channels
+    are the animation's."""
+    baker, _ = _solved(fig_6_5)
+    assert baker.goal_log[1][4] == 0
+    for name, (path, rotation, _location) in baker.results[1].items():
+        np.testing.assert_allclose(rotation, _animated(fig_6_5, 1, name, path, len(rotation)), atol=1e-7)
+
+
+def test_the_root_keeps_its_animated_path_exactly(fig_6_5):
+    """Root motion 'FOLLOW' with every pin in reach of the legs: the root stays on its path,
+    its baked channels are the animation's on every frame, and the pins hold."""
+    assert fig_6_5.welman_ik.root_motion == "FOLLOW"
+    assert bpy.ops.welman_ik.bake(frame_start=1, frame_end=21) == {"FINISHED"}
+    baked = {(fc.data_path, fc.array_index): fc for fc in keyframes.action_fcurves(fig_6_5)}
+    original = fig_6_5.animation_data.action.name.removesuffix(".welman_bake")
+    keyframes.assign_action(fig_6_5, bpy.data.actions[original])
+    for f in range(1, 22):
+        for path, width in (("rotation_quaternion", 4), ("location", 3)):
+            animated = _animated(fig_6_5, f, "spine", path, width)
+            kept = [baked[f'pose.bones["spine"].{path}', i].evaluate(f) for i in range(width)]
+            np.testing.assert_allclose(kept, animated, atol=1e-7, err_msg=f"{path} @ {f}")
+    assert fig_6_5.welman_ik.last_solve.converged
+
+
+@pytest.mark.parametrize("mode", ["QUATERNION", "XYZ", "ZXY", "AXIS_ANGLE"])
+def test_every_frame_becomes_the_channels_the_model_gives(fig_6_5, mode):
+    """The solutions turned into channels all at once are what the model gives frame by
+    frame, in each rotation mode: a quaternion on its animated hemisphere, the angles of an
+    Euler bone of the hinges' order, any other mode converted continuous with its value."""
+    for pb in fig_6_5.pose.bones:
+        if pb.name.startswith(("thigh", "shin", "foot", "toe")):
+            pb.rotation_mode = mode
+    baker, channels = _solved(fig_6_5)
+    results = baker.results
+    assert results.keys() == channels.keys()
+    for frame, bones in channels.items():
+        assert results[frame].keys() == bones.keys()
+        for name, (path, rotation, location) in bones.items():
+            got = results[frame][name]
+            assert got[0] == path
+            np.testing.assert_allclose(got[1], rotation, atol=1e-6, err_msg=f"{name} @ {frame}")
+            assert (got[2] is None) == (location is None)
+            if location is not None:
+                np.testing.assert_allclose(got[2], location, atol=1e-9)
+
+
+def test_pose_points_are_the_evaluated_anchor_points(fig_6_5):
+    """The bake's measure reads every bone's head and tail at once: the same world points
+    ``evaluated.anchor_points`` gives, under an object transform too."""
+    from welman_ik.blender.bake import PosePoints
+    from welman_ik.blender.evaluated import anchor_points
+
+    fig_6_5.location = (0.3, -1.0, 0.2)
+    fig_6_5.rotation_euler = (0.1, 0.2, 0.7)
+    fig_6_5.scale = (1.5, 1.5, 1.5)
+    bpy.context.scene.frame_set(11)
+    bones, anchors = [*FEET, "spine", "hand.L"], np.array([1.0, 1.0, 0.5, 0.0, 0.0, 0.25])
+    np.testing.assert_allclose(PosePoints(fig_6_5)(bones, anchors), anchor_points(fig_6_5, bones, anchors),
+                               atol=1e-12)

@@ -19,10 +19,12 @@ from mathutils import Matrix, Quaternion
 
 from ..core import SOLVERS, PositionGoal, Problem, SolveResult
 from ..core.contacts import ease
+from ..core.problem import goal_errors
 from . import goals as shaped_goals
 from . import keyframes
+from .bake_channels import Solutions
 from .channels import PoseSnapshot
-from .evaluated import GoalSet, Measured, anchor_points, measure
+from .evaluated import GoalSet, Measured, measure
 from .evaluated import slack as evaluated_slack
 from .goals import (
     SHAPED_KINDS,
@@ -49,6 +51,11 @@ from .solve import (
 
 SUFFIX = ".welman_bake"
 CORRECTION_PASSES = 4  # re-solves of the frames the evaluated pose misses (constrained rigs)
+# The solvers whose solve starts where the corrections of the last frames lead (``Baker._carry``):
+# they take the goals' share of a step exactly and keep the rest to the preferred pose. CCD
+# and the Jacobian transpose settle wherever their start leads them, so they start from the
+# carried correction itself.
+EXTRAPOLATED = {"SR_INVERSE", "QUASI_NEWTON"}
 ROOT_RETURN = 0.002  # share of the rig's size the hips may move back toward their path per frame ('FOLLOW')
 ACTIVE, RELEASED = -1, 1 << 30  # a joint's frames since its last goal: moving one now, long ago
 
@@ -145,30 +152,63 @@ class Sampler:
     evaluating the action's F-curves where that is all there is (``direct_sampling``),
     else by a scene frame change (NLA, drivers, constraints: as Blender evaluates it)."""
 
+    WIDTHS = {"location": 3, "rotation_quaternion": 4, "rotation_euler": 3, "rotation_axis_angle": 4, "scale": 3}
+
     def __init__(self, scene, obj, bones=None, direct: bool | None = None):
         """``bones``: the names whose channels matter (None: all of them)."""
         self.scene, self.obj = scene, obj
         self.direct = direct_sampling(obj) if direct is None else direct
-        channels: dict[tuple[str, str], list] = {}
+        # Per channel: every bone's values read at once, the curves' values put in at their
+        # places (bone's place times the channel's width plus the curve's index), written at once.
+        self.channels: list[tuple[str, np.ndarray, np.ndarray, list]] = []
         if self.direct:
+            place = {name: i for i, name in enumerate(obj.pose.bones.keys())}
+            connected = {pb.name for pb in obj.pose.bones if pb.bone.use_connect}
+            found: dict[str, list] = {}
             for curve in keyframes.action_fcurves(obj):
                 owner, _, prop = curve.data_path.rpartition(".")
-                if curve.mute or prop not in PoseSnapshot.CHANNELS or not (len(curve.keyframe_points) or curve.modifiers):
+                if curve.mute or prop not in self.WIDTHS or not (len(curve.keyframe_points) or curve.modifiers):
                     continue  # Blender skips muted curves and empty ones
                 name = owner[len('pose.bones["'):-len('"]')]
-                if name in obj.pose.bones and (bones is None or name in bones):
-                    channels.setdefault((name, prop), []).append((curve.array_index, curve))
-        self.channels = [(obj.pose.bones[name], prop, curves) for (name, prop), curves in channels.items()]
+                if prop == "location" and name in connected:
+                    continue  # a connected bone's head is its parent's tail, whatever its location
+                if name in place and (bones is None or name in bones) and 0 <= curve.array_index < self.WIDTHS[prop]:
+                    found.setdefault(prop, []).append((place[name] * self.WIDTHS[prop] + curve.array_index, curve))
+            for prop, entries in found.items():
+                buffer = np.empty(len(place) * self.WIDTHS[prop])
+                self.channels.append((prop, buffer, np.array([i for i, _ in entries], dtype=np.intp),
+                                      [curve for _, curve in entries]))
 
     def apply(self, frame: int) -> None:
         if not self.direct:
             self.scene.frame_set(frame)
             return
-        for pose_bone, prop, curves in self.channels:
-            values = list(getattr(pose_bone, prop))
-            for index, curve in curves:
-                values[index] = curve.evaluate(frame)
-            setattr(pose_bone, prop, values)
+        pose_bones = self.obj.pose.bones
+        for prop, buffer, places, curves in self.channels:
+            pose_bones.foreach_get(prop, buffer)
+            buffer[places] = [curve.evaluate(frame) for curve in curves]
+            pose_bones.foreach_set(prop, buffer)
+
+
+class PosePoints:
+    """``evaluated.anchor_points`` with every bone's head and tail read at once: world
+    positions of points along pose bones as Blender last evaluated them."""
+
+    def __init__(self, obj):
+        self.obj = obj
+        self.place = {name: i for i, name in enumerate(obj.pose.bones.keys())}
+        self.heads, self.tails = np.empty(3 * len(self.place)), np.empty(3 * len(self.place))
+
+    def __call__(self, bones, anchors) -> np.ndarray:
+        """(k, 3) the points ``anchors`` (0 head, 1 tail) along pose bones ``bones``."""
+        pose_bones = self.obj.pose.bones
+        pose_bones.foreach_get("head", self.heads)
+        pose_bones.foreach_get("tail", self.tails)
+        rows = [self.place[name] for name in bones]
+        heads, tails = self.heads.reshape(-1, 3)[rows], self.tails.reshape(-1, 3)[rows]
+        local = heads + np.asarray(anchors, dtype=float).reshape(-1, 1) * (tails - heads)
+        world = np.array(self.obj.matrix_world, dtype=float)
+        return local @ world[:3, :3].T + world[:3, 3]
 
 
 def frame_ranges(frames, limit: int = 8) -> str:
@@ -196,7 +236,12 @@ class Baker:
     """Frame by frame: ``next()`` solves one frame, ``finish()`` writes the new action.
 
     One hinge tree serves the whole bake: it holds every bone pinned somewhere in the
-    range, and each frame only takes the animated pose as its new start.
+    range, and each frame only takes the animated pose as its new start (``pose``: the
+    action's F-curves put on the bones, or a scene frame change where more than F-curves
+    move them). What depends on the tree alone (goal points, the joints a set of goals
+    moves) is worked out once per tree. Each frame's solution is kept as joint values and
+    turned into channels for all frames at once (``results``); ``finish`` writes the keys in
+    bulk and measures every frame on the pose Blender evaluates, one evaluation per frame.
     """
 
     def __init__(self, context, obj, frame_start: int, frame_end: int, step: int = 1, move_root: bool | None = None,
@@ -209,6 +254,10 @@ class Baker:
         self.frames = list(range(frame_start, frame_end + 1, step))
         self.frame_before = context.scene.frame_current
         self.pose_before = PoseSnapshot(obj)  # unkeyed edits included
+        self._pins_by_frame: dict[int, list] = {}  # the pins in force on each frame, found once:
+        self._pins_by_frame = {f: self._pins(f) for f in self.frames}
+        # Each pin's place in the settings' list, by its pointer (the fixed goals are keyed by it).
+        self._pin_index = {p.as_pointer(): i for i, p in enumerate(self.settings.pins)}
         in_force = {p.as_pointer(): p for f in self.frames for p in self._pins(f)}.values()
         pinned = set(held_bones(in_force))
         carried = {n for p in in_force if p.kind == "BALANCE" for n in pin_bones(obj, p)}
@@ -231,7 +280,8 @@ class Baker:
         self.movable = movable_bones(obj, edit.bone if edit else "", chain_length,
                                      keep_root=self.root_motion == "KEEP")
         self.model: RigModel | None = None
-        self.results: dict[int, dict] = {}  # frame -> bone -> (rotation values, location or None)
+        self._results: dict[int, dict] = {}  # frame -> bone -> (rotation values, location or None)
+        self._solutions: list[Solutions] = []  # the frames solved, not yet in ``results``
         self.max_pin_error = 0.0  # [m] measured on the evaluated pose once the action is written
         self.goal_log: dict[int, tuple] = {}  # frame -> (bones, anchors, targets, weights, iterations)
         self.shaped_log: dict[int, list] = {}  # frame -> [(pin, fields it was built with)] of the other kinds
@@ -241,8 +291,11 @@ class Baker:
         self.bones: set[str] = set()  # every bone a solve has written
         self.index = 0
         self._previous = None  # (model layout, animated q, solved q, release state) of the last frame
+        self._previous_state = None  # (corrections held, frames since released) of this frame
+        self._corrections: list[tuple[np.ndarray, np.ndarray]] = []  # (correction, joints moving) of earlier frames
         self._range_weight_before = 1.0
         self._root_off: dict[tuple[str, float], np.ndarray] = {}  # how far the last frame left the roots' path
+        self._held = True  # whether the last frame's solve held every goal
         self.solved: dict[int, tuple] = {}  # frame -> (layout, animated q, solved q, joints steering a goal)
         try:
             self.fixed_goals = self._fixed_goals()
@@ -251,21 +304,52 @@ class Baker:
             self.abort()
             raise
 
+    @property
+    def results(self) -> dict[int, dict]:
+        """frame -> bone -> (rotation data path, rotation values, location or None): what
+        each baked frame puts on the bones' channels (the solutions turned into channels all
+        at once, as they are first asked for)."""
+        for solutions in self._solutions:
+            if solutions.frames:
+                self._results.update(solutions.channels())
+                solutions.clear()
+        del self._solutions[:-1]
+        return self._results
+
     def _pins(self, frame: int) -> list:
         """The pins in force on ``frame``; an edited bone's own pins give way to the edit."""
-        return [p for p in pins_on(self.settings, frame) if self.edit is None or p.bone != self.edit.bone]
+        pins = self._pins_by_frame.get(frame)
+        if pins is None:
+            pins = [p for p in pins_on(self.settings, frame) if self.edit is None or p.bone != self.edit.bone]
+        return pins
 
     def pose(self, frame: int) -> RigModel:
         """The hinge tree, started from the animated pose on ``frame``."""
         self.sampler.apply(frame)
         if self.model is None or not self.model.refresh():
             self.model = RigModel(self.obj, self.names, self.movable)
+            self._built()
         return self.model
 
-    @staticmethod
-    def _point(model: RigModel, kin, bone: str, anchor: float) -> np.ndarray:
-        joint, local = model.anchor_local(bone, anchor)
-        return kin.points(np.array([joint]), local[None])[0]
+    def _built(self) -> None:
+        """A new tree: what is worked out once per tree (its layout, each goal point's joint,
+        the joints each set of goals moves) is worked out again as it is asked for."""
+        self.layout = self.model.layout
+        self._solutions.append(Solutions(self.model))
+        self._anchors: dict[tuple[str, float], tuple[int, np.ndarray]] = {}
+        self._moving: dict = {}  # the joints that move a set of goals or points, the roots
+
+    def _anchor(self, bone: str, anchor: float) -> tuple[int, np.ndarray]:
+        """``model.anchor_local`` of the current tree, once per point."""
+        found = self._anchors.get((bone, anchor))
+        if found is None:
+            found = self._anchors[bone, anchor] = self.model.anchor_local(bone, anchor)
+        return found
+
+    def _point(self, model: RigModel, kin, bone: str, anchor: float) -> np.ndarray:
+        joint, local = self._anchor(bone, anchor) if model is self.model else model.anchor_local(bone, anchor)
+        frame = kin.frames[joint]
+        return frame[:3, :3] @ local + frame[:3, 3]
 
     def _fixed_goals(self) -> dict:
         """Where each fixed pin holds: its ``location`` (Detect Contacts puts a plant's there:
@@ -312,7 +396,7 @@ class Baker:
             if (pin.frame_start == 0 and pin.frame_end == 0) or start not in self.solved or start == self.frames[0]:
                 continue
             layout, animated, solved, _ = self.solved[start]
-            joint = self.model.anchor_local(pin.bone, pin.anchor)[0] if self.model.layout == layout else None
+            joint = self._anchor(pin.bone, pin.anchor)[0] if self.layout == layout else None
             if joint is None:
                 continue
             chain = self.model.skeleton.ancestors[joint]
@@ -332,36 +416,40 @@ class Baker:
             model = self.pose(frame)
             self.results[frame] = model.channels(q)
 
-    def _on_path(self, model: RigModel, problem: Problem, reported: int, q_start: np.ndarray):
-        """For the solvers without a null space (CCD, Jacobian transpose) under 'FOLLOW': the
-        frame solved with the roots exactly on their path, when that holds every pin (the
-        path as a goal only costs them iterations then); None when it does not."""
-        if self.root_motion != "FOLLOW" or not reported:
+    def _on_path(self, model: RigModel, problem: Problem, start: np.ndarray, path: dict):
+        """Under 'FOLLOW': the frame solved with the roots held exactly on their path, when
+        that holds every pin (the path's goals are then met exactly, and the solve has fewer
+        joints and goals); None when it does not. The SR inverse, which holds the path in the
+        pins' null space itself, tries it only where the last frame held every goal with the
+        roots on the path: where the last frame left the path the roots glide back to it,
+        and a goal out of reach stays so with the roots held."""
+        if not path or not problem.goals:
             return None
-        roots = [j for name in model.roots() for j in (*model.bones[name].hinges.values(),
-                                                       *model.bones[name].slides.values())]
+        if self.settings.solver == "SR_INVERSE" and (not self._held or any(
+                float(np.linalg.norm(off)) > problem.tolerance for off in self._root_off.values())):
+            return None
+        roots = self._root_joints()
         active = np.ones(model.skeleton.size, dtype=bool)
         active[roots] = False
-        start = q_start.copy()
+        start = start.copy()
         start[roots] = model.q0[roots]
-        fixed = dataclasses.replace(problem, goals=list(problem.goals[:reported]), active=active)
-        result = SOLVERS[self.settings.solver](fixed, start)
-        if not result.converged:
-            return None
-        errors = np.zeros(len(problem.goals))  # the path's goals are met exactly
-        errors[:reported] = result.errors
-        return dataclasses.replace(result, errors=errors)
+        result = SOLVERS[self.settings.solver](dataclasses.replace(problem, active=active), start)
+        return result if result.converged else None
 
-    @staticmethod
-    def _steering(model: RigModel, points) -> np.ndarray:
+    def _steering(self, points) -> np.ndarray:
         """The joints that move any of ``points`` ((bone, anchor) pairs): a bone's own hinges
         turn about its head, so they do not move a point held there."""
-        steering = np.zeros(model.skeleton.size, dtype=bool)
-        for bone, anchor in points:
-            moves = model.skeleton.ancestors[model.anchor_local(bone, anchor)[0]].copy()
-            if anchor == 0.0:
-                moves[list(model.bones[bone].hinges.values())] = False
-            steering |= moves
+        key = ("steering", tuple(points))
+        steering = self._moving.get(key)
+        if steering is None:
+            model = self.model
+            steering = np.zeros(model.skeleton.size, dtype=bool)
+            for bone, anchor in points:
+                moves = model.skeleton.ancestors[self._anchor(bone, anchor)[0]].copy()
+                if anchor == 0.0:
+                    moves[list(model.bones[bone].hinges.values())] = False
+                steering |= moves
+            self._moving[key] = steering
         return steering
 
     @property
@@ -374,14 +462,16 @@ class Baker:
         kinematics there) puts it. The other kinds' is the fields their goal is built with
         (``_shaped_fields``). ``share`` < 1 (near a range end the action goes on past): each
         goal eased that share of the way from the animated pose."""
-        all_pins = list(self.settings.pins)
         out = []
         for pin in self._pins(frame):
             if pin.kind in SHAPED_KINDS:
                 out.append((pin, self._shaped_fields(model, animated, pin, share)))
                 continue
+            if not pin.follow and share >= 1.0:
+                out.append((pin, self.fixed_goals[self._pin_index[pin.as_pointer()]]))
+                continue
             origin = self._point(model, animated, pin.bone, pin.anchor)
-            target = origin if pin.follow else self.fixed_goals[all_pins.index(pin)]
+            target = origin if pin.follow else self.fixed_goals[self._pin_index[pin.as_pointer()]]
             out.append((pin, origin + share * (target - origin) if share < 1.0 else target))
         return out
 
@@ -424,77 +514,47 @@ class Baker:
         for pin, target in in_force:
             if pin.kind in SHAPED_KINDS:
                 continue
-            joint, local = model.anchor_local(pin.bone, pin.anchor)
-            goals.append(PositionGoal(joint, local, target, weight=pin.weight, priority=pin_priority))
-            log.append((pin.bone, pin.anchor, target, pin.weight, pin_priority))
+            bone, anchor, weight = pin.bone, pin.anchor, pin.weight
+            goals.append(self._position_goal(pin, target, pin_priority, share))
+            log.append((bone, anchor, target, weight, pin_priority))
         support = support_points(in_force)
         goals += [shaped_goals.build(self.obj, model, animated, pin, pin_priority, support, **fields)
                   for pin, fields in shaped]
         if edit is not None:
-            joint, local = model.anchor_local(edit.bone, edit.anchor)
             target = self._point(model, animated, edit.bone, edit.anchor) + edit.weight(frame) * edit.displacement
-            goals.append(PositionGoal(joint, local, target, priority=edit_priority))
+            goals.append(PositionGoal(*self._anchor(edit.bone, edit.anchor), target, priority=edit_priority))
             log.append((edit.bone, edit.anchor, target, 1.0, edit_priority))
         reported = len(goals)
-        below = max((g.priority for g in goals), default=0) + 1
         # The roots' head and tail on their animated path ('FOLLOW'): the path and the way the root points.
         path = {(name, anchor): self._point(model, animated, name, anchor)
-                for name in model.roots() for anchor in (0.0, 1.0)} if self.root_motion == "FOLLOW" else {}
-        if path and goals:
-            # The roots' animated path, as goals below everything else: left only where and
-            # as far as a pin needs (the solver's own goals: not reported as pins).
-            # Where the last frame left the path, the way back is at most ``ROOT_RETURN`` of
-            # the rig's size per frame: the hips glide back instead of snapping.
-            step = ROOT_RETURN * animated.size_scale()
-            for (name, anchor), on_path in path.items():
-                off = self._root_off.get((name, anchor), np.zeros(3))
-                distance = float(np.linalg.norm(off))
-                off = off * max(0.0, 1.0 - step / distance) if distance > 0.0 else off
-                goals.append(PositionGoal(*model.anchor_local(name, anchor), on_path + share * off, priority=below))
-        # Continuity: each joint that moves a goal starts from the last frame's solution
-        # moved by the animation's own change (the last frame's correction carried over).
-        # A joint that moves no goal any more (its pin ended) lets its correction go over
-        # ``motion_falloff`` frames, easing back onto the animation instead of jumping.
-        size = model.skeleton.size
-        moving = np.zeros(size, dtype=bool)
-        if reported:
-            joints = np.concatenate([shaped_goals.goal_joints(g) for g in goals[:reported]])
-            moving = model.skeleton.ancestors[joints].any(axis=0)
-        held, age = np.zeros(size), np.full(size, RELEASED)
-        if self._previous is not None and self._previous[0] == model.layout:
-            _, animated_before, solved_before, held_before, age_before = self._previous
-            correction = solved_before - animated_before
-            released = age_before == ACTIVE
-            held = np.where(released, correction, held_before)
-            age = np.where(released, 1, np.minimum(age_before + 1, RELEASED))
-            weight = ease(age, max(self.settings.motion_falloff, 0))
-            # Easing out at the range's end: the carried correction shrinks with the goals.
-            scale = min(1.0, share / self._range_weight_before) if self._range_weight_before > 1e-9 else share
-            q_start = model.q0 + scale * np.where(moving, correction, weight * held)
-        else:
-            q_start = model.q0
-        self._range_weight_before = share
-        age = np.where(moving, ACTIVE, age)
+                for name in self._roots() for anchor in (0.0, 1.0)} if self.root_motion == "FOLLOW" else {}
+        moving = self._moving_joints(frame, goals)
+        q_start, start = self._carry(moving, share)
         s = self.settings
         # The preferred pose of a bake is each frame's own animated pose, with the correction
-        # carried over from the last frame (or easing off after a pin's end): the start.
+        # carried over from the last frame (or easing off after a pin's end). The solve starts
+        # there, or where the corrections of the last frames lead (``_carry``).
         problem = Problem(model.skeleton, goals, tolerance=s.tolerance, max_iterations=s.max_iterations,
                           damping=s.damping, reference=preferred_pose(s.reference, q_start),
                           reference_weight=s.reference_weight, ranges=model.ranges)
-        result = self._on_path(model, problem, reported, q_start) if s.solver != "SR_INVERSE" else None
+        result = self._met(problem, start, animated)
         if result is None:
-            result = SOLVERS[s.solver](problem, q_start)
+            result = self._on_path(model, problem, start, path)
+        if result is None:
+            if path and goals:
+                problem = dataclasses.replace(problem, goals=goals + self._path_goals(animated, path, goals, share))
+            result = SOLVERS[s.solver](problem, start)
         if not np.all(np.isfinite(result.q)):
             raise RigError(f"The solver failed on frame {frame} (non-finite result)")
+        self._held = result.converged
         q0, q = model.q0.copy(), result.q.copy()
-        self._previous = (model.layout, q0, q, held, age)
+        self._previous = (self.layout, q0, q, self._previous_state)
         steered = [(bone, anchor) for bone, anchor, *_ in log] + (list(path) if goals else [])
         steered += [(name, pin.anchor if name == pin.bone else pin.target_anchor)
                     for pin, _ in shaped for name in pin_bones(self.obj, pin) if pin.kind != "BALANCE"]
-        solved_kin = model.skeleton.forward(q) if path else None
-        self._root_off = {key: self._point(model, solved_kin, *key) - on_path for key, on_path in path.items()}
-        self.solved[frame] = (model.layout, q0, q, self._steering(model, steered))
-        self.results[frame] = model.channels(result.q)
+        self._root_off = self._off_path(q, path)
+        self.solved[frame] = (self.layout, q0, q, self._steering(steered))
+        self._solutions[-1].add(frame, q, q0, model.originals)
         self.bones.update(model.bones)
         if log or shaped:
             bones, anchors, targets, weights, priorities = zip(*log) if log else ((), (), (), (), ())
@@ -503,6 +563,133 @@ class Baker:
             self.priorities[frame] = priorities
             self.shaped_log[frame] = ([(pin, fields, pin_priority) for pin, fields in shaped], support)
         return float(result.errors[:reported].max(initial=0.0))
+
+    def _path_goals(self, animated, path: dict, goals: list, share: float) -> list:
+        """The roots' animated ``path`` as goals below everything else in ``goals``: left only
+        where and as far as a pin needs (the solver's own goals, not reported as pins). Where
+        the last frame left the path, the way back is at most ``ROOT_RETURN`` of the rig's
+        size per frame: the hips glide back instead of snapping."""
+        below = max(g.priority for g in goals) + 1
+        step = ROOT_RETURN * animated.size_scale() if self._root_off else 0.0
+        out = []
+        for (name, anchor), on_path in path.items():
+            off = self._root_off.get((name, anchor))
+            if off is not None:
+                distance = float(np.linalg.norm(off))
+                off = off * max(0.0, 1.0 - step / distance) if distance > 0.0 else off
+            target = on_path if off is None else on_path + share * off
+            out.append(PositionGoal(*self._anchor(name, anchor), target, priority=below))
+        return out
+
+    def _position_goal(self, pin, target: np.ndarray, priority: int, share: float) -> PositionGoal:
+        """A position pin's goal; a fixed pin's in full is the same on every frame, made once."""
+        if pin.follow or share < 1.0:
+            return PositionGoal(*self._anchor(pin.bone, pin.anchor), target, weight=pin.weight, priority=priority)
+        key = ("goal", pin.as_pointer(), priority)
+        goal = self._moving.get(key)
+        if goal is None:
+            goal = self._moving[key] = PositionGoal(*self._anchor(pin.bone, pin.anchor), target, weight=pin.weight,
+                                                    priority=priority)
+        return goal
+
+    def _off_path(self, q: np.ndarray, path: dict) -> dict:
+        """How far the solution ``q`` leaves each point of the roots' ``path`` (none where the
+        roots did not move from their animated values: their points are on it)."""
+        roots = self._root_joints()
+        if not path or np.array_equal(q[roots], self.model.q0[roots]):
+            return {}
+        solved = self.model.skeleton.forward(q)
+        return {key: self._point(self.model, solved, *key) - on_path for key, on_path in path.items()}
+
+    def _root_joints(self) -> np.ndarray:
+        """The joints of the current tree's roots (their hinges and slides), once."""
+        roots = self._moving.get("root joints")
+        if roots is None:
+            bones = self.model.bones
+            roots = self._moving["root joints"] = np.array(
+                [j for name in self._roots() for j in (*bones[name].hinges.values(), *bones[name].slides.values())],
+                dtype=np.intp)
+        return roots
+
+    def _roots(self) -> list[str]:
+        """``model.roots()`` of the current tree, once."""
+        found = self._moving.get("roots")
+        if found is None:
+            found = self._moving["roots"] = self.model.roots()
+        return found
+
+    def _moving_joints(self, frame: int, goals: list) -> np.ndarray:
+        """(n,) bool: the joints that move any of ``goals`` (the goals in force on ``frame``)."""
+        key = (tuple(p.as_pointer() for p in self._pins(frame)), self.edit is not None)
+        moving = self._moving.get(key)
+        if moving is None:
+            sk = self.model.skeleton
+            moving = np.zeros(sk.size, dtype=bool)
+            if goals:
+                moving = sk.ancestors[np.concatenate([shaped_goals.goal_joints(g) for g in goals])].any(axis=0)
+            self._moving[key] = moving
+        return moving
+
+    def _carry(self, moving: np.ndarray, share: float) -> tuple[np.ndarray, np.ndarray]:
+        """(preferred pose, start) of this frame's solve.
+
+        Continuity: each joint that moves a goal keeps the last frame's correction (its
+        solution less its animated value), carried onto this frame's animated pose: that is
+        the preferred pose. A joint that moves no goal any more (its pin ended) lets its
+        correction go over ``motion_falloff`` frames, easing back onto the animation instead
+        of jumping. The solve starts where the corrections of the last frames lead: a goal
+        held while the animation moves needs a correction that changes smoothly from frame to
+        frame, so its change is carried on too (to second order where three frames are known),
+        which leaves the solve little to do (for the solvers in ``EXTRAPOLATED``). That start
+        changes where the solve begins, not what it keeps to."""
+        model = self.model
+        size = model.skeleton.size
+        held, age = np.zeros(size), np.full(size, RELEASED)
+        q_start = start = model.q0
+        if self._previous is not None and self._previous[0] == self.layout:
+            _, animated_before, solved_before, (held_before, age_before) = self._previous
+            correction = solved_before - animated_before
+            released = age_before == ACTIVE
+            held = np.where(released, correction, held_before)
+            age = np.where(released, 1, np.minimum(age_before + 1, RELEASED))
+            easing = np.zeros(size)
+            idle = ~moving & (held != 0.0)  # joints easing off a correction
+            if idle.any():
+                easing[idle] = ease(age[idle], max(self.settings.motion_falloff, 0)) * held[idle]
+            # Easing out at the range's end: the carried correction shrinks with the goals.
+            scale = min(1.0, share / self._range_weight_before) if self._range_weight_before > 1e-9 else share
+            q_start = model.q0 + scale * np.where(moving, correction, easing)
+            # The corrections of the frames before the last, of joints that have moved a goal
+            # on each of those frames and on this one.
+            trend = np.zeros(size)
+            history = self._corrections
+            if history:
+                steady = moving & released & history[-1][1]
+                trend = np.where(steady, correction - history[-1][0], 0.0)
+                if len(history) > 1:
+                    curving = steady & history[-2][1]
+                    trend += np.where(curving, (correction - history[-1][0]) - (history[-1][0] - history[-2][0]), 0.0)
+            start = q_start + scale * trend if history and self.settings.solver in EXTRAPOLATED else q_start
+            # (a frame that missed a goal is no trend to follow)
+            self._corrections = [*history[-1:], (correction, released)] if self._held else []
+        else:
+            self._corrections = []
+        self._range_weight_before = share
+        self._previous_state = (held, np.where(moving, ACTIVE, age))
+        return q_start, start
+
+    def _met(self, problem: Problem, start: np.ndarray, animated) -> SolveResult | None:
+        """Where nothing is carried over and the animated pose already meets every goal (the
+        pins, and the roots' path: the roots are on it), the frame as it is: a solve that
+        keeps to where it starts would end there."""
+        q0 = self.model.q0
+        if self._root_off or not np.array_equal(start, q0) or (
+                problem.reference is not None and not np.array_equal(problem.reference, q0)):
+            return None
+        errors = goal_errors(problem.goals, animated)
+        if not np.all(errors <= problem.tolerance):
+            return None
+        return SolveResult(q=q0.copy(), iterations=0, errors=errors, converged=True)
 
     def finish(self, in_place: bool = False):
         """Copy the action, write every baked frame into the copy, assign it (``in_place``:
@@ -529,17 +716,33 @@ class Baker:
 
     def measure_frames(self) -> dict[int, Measured]:
         """Each baked frame's goals measured on the pose Blender evaluates from the written
-        action (constraints and drivers included)."""
+        action (constraints and drivers included): one evaluation per frame, the points read
+        there, the distances of the frames with the same goals worked out together."""
         scene, tolerance = self.context.scene, self.settings.tolerance
+        points = PosePoints(self.obj)
+        frames = sorted(self.goal_log)
+        evaluated, shaped = {}, {}
+        for frame in frames:
+            bones, anchors = self.goal_log[frame][:2]
+            scene.frame_set(frame)  # the action as written
+            evaluated[frame] = points(bones, anchors)
+            entries = self.shaped_log.get(frame, ([], None))[0]
+            if entries:
+                shaped[frame] = self._shaped_measure(frame, entries, tolerance)
+        groups: dict[tuple, list[int]] = {}
+        for frame in frames:
+            bones, anchors, _, weights, _ = self.goal_log[frame]
+            groups.setdefault((tuple(bones), tuple(anchors), tuple(weights)), []).append(frame)
         out = {}
-        for frame, (bones, anchors, targets, weights, _) in sorted(self.goal_log.items()):
-            scene.frame_set(frame)
-            goals = GoalSet(bones, anchors, targets, weights)
-            measured = measure(goals, anchor_points(self.obj, bones, goals.anchors), tolerance)
-            shaped = self.shaped_log.get(frame, ([], None))[0]
-            if shaped:
-                measured = self._with_shaped(measured, frame, shaped, tolerance)
-            out[frame] = measured
+        for (bones, anchors, weights), members in groups.items():
+            goals = GoalSet(list(bones) * len(members), np.tile(anchors, len(members)),
+                            np.vstack([self.goal_log[f][2] for f in members]), np.tile(weights, len(members)))
+            measured = measure(goals, np.vstack([evaluated[f] for f in members]), tolerance)
+            for i, frame in enumerate(members):
+                part = slice(i * len(bones), (i + 1) * len(bones))
+                out[frame] = Measured(measured.errors[part], measured.met[part], measured.counted[part])
+        for frame, part in shaped.items():
+            out[frame] = self._with_shaped(out[frame], part)
         return out
 
     def _shaped_goals(self, model: RigModel, frame: int) -> list:
@@ -548,9 +751,8 @@ class Baker:
         return [shaped_goals.build(self.obj, model, kin, pin, priority, support, **fields)
                 for pin, fields, priority in entries]
 
-    def _with_shaped(self, measured: Measured, frame: int, entries: list, tolerance: float) -> Measured:
-        """``measured`` (the position pins, then the edit) with the other kinds' pins measured
-        on the evaluated pose, in the order of ``goal_names``: before the edit."""
+    def _shaped_measure(self, frame: int, entries: list, tolerance: float) -> Measured:
+        """The other kinds' pins of ``frame`` (``entries``) measured on the evaluated pose."""
         model = self.model
         built = self._shaped_goals(model, frame)
         names = sorted({n for pin, *_ in entries for n in pin_bones(self.obj, pin) if n in model.bones})
@@ -559,12 +761,18 @@ class Baker:
         places = np.array([pin.location for pin, *_ in entries]).reshape(-1, 3)
         met = errors <= tolerance + evaluated_slack(places)
         counted = np.array([pin.weight > 0.0 for pin, *_ in entries], dtype=bool)
+        return Measured(errors, met, counted)
+
+    def _with_shaped(self, measured: Measured, shaped: Measured) -> Measured:
+        """``measured`` (the position pins, then the edit) with the other kinds' pins
+        (``shaped``) in the order of ``goal_names``: before the edit."""
         cut = len(measured.errors) - (1 if self.edit is not None else 0)
 
         def insert(a, b):
             return np.concatenate([a[:cut], b, a[cut:]])
 
-        return Measured(insert(measured.errors, errors), insert(measured.met, met), insert(measured.counted, counted))
+        return Measured(insert(measured.errors, shaped.errors), insert(measured.met, shaped.met),
+                        insert(measured.counted, shaped.counted))
 
     def goal_names(self, frame: int) -> list[str]:
         """How the figures name each goal of a frame, in the order ``measure_frames`` gives."""
@@ -720,14 +928,21 @@ def _write_keys(obj, results: dict) -> None:
     they were, so the curve outside the range keeps its shape."""
     frames = sorted(results)
     first, last = frames[0], frames[-1]
-    columns: dict[tuple[str, int], list] = {}
+    channels: dict[str, tuple[list, list]] = {}  # data path -> (frames, values)
     for frame in frames:
         for name, (path, rotation, location) in results[frame].items():
-            for index, value in enumerate(rotation):
-                columns.setdefault((f'pose.bones["{name}"].{path}', index), []).append((frame, value))
+            keyed = channels.setdefault(f'pose.bones["{name}"].{path}', ([], []))
+            keyed[0].append(frame)
+            keyed[1].append(rotation)
             if location is not None:
-                for index, value in enumerate(location):
-                    columns.setdefault((f'pose.bones["{name}"].location', index), []).append((frame, value))
+                keyed = channels.setdefault(f'pose.bones["{name}"].location', ([], []))
+                keyed[0].append(frame)
+                keyed[1].append(location)
+    columns: dict[tuple[str, int], np.ndarray] = {}
+    for data_path, (at, values) in channels.items():
+        values = np.array(values, dtype=float)
+        for index in range(values.shape[1]):
+            columns[data_path, index] = np.column_stack([at, values[:, index]])
     for (data_path, index), points in columns.items():
         name = data_path.split('"')[1]
         curve = keyframes.ensure_fcurve(obj, data_path, index, group=name)
@@ -747,7 +962,7 @@ def _write_keys(obj, results: dict) -> None:
             old["handle_right_type"][after[0]] = FREE_HANDLE
         kept = np.concatenate([before, after])
         new = {field: np.zeros((len(points), width)) for field, width in KEY_FIELDS.items()}
-        new["co"] = np.array(points, dtype=float)
+        new["co"] = points
         new["handle_left"] = new["handle_right"] = new["co"]
         new["interpolation"][:] = keyframes.LINEAR
         new["handle_left_type"][:] = new["handle_right_type"][:] = AUTO_CLAMPED_HANDLE

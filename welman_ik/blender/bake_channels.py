@@ -1,0 +1,103 @@
+"""A bake's solutions as pose channels, every frame at once.
+
+``RigModel.channels`` turns one solution into what each bone's channels would hold. A bake
+has one solution per frame; ``Solutions`` keeps them and turns them all into channels in
+one pass of array operations per bone, with the same results: a bone whose hinges did not
+move keeps the values the animation gave it on that frame, and a root its location unless
+its slides moved. A quaternion bone takes its hinges' Euler angles as a quaternion, on the
+hemisphere of its animated value (so keys interpolate cleanly); an Euler bone of the
+hinges' own order takes the angles as they are; any other mode goes through
+``channels.rotation_channels`` frame by frame, continuous with its animated value.
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+from mathutils import Euler, Quaternion
+
+from .channels import AXES, EULER_ORDERS, BoneChannels, rotation_channels
+from .keyframes import rotation_path
+
+
+def _euler_quaternions(angles: np.ndarray, order: str) -> np.ndarray:
+    """(k, 4) (w, x, y, z) of Euler ``angles`` (k, 3) in Blender's ``order``, in double
+    precision: ``channels.euler_quaternion`` of each row."""
+    k = len(angles)
+    w, x, y, z = np.ones(k), np.zeros(k), np.zeros(k), np.zeros(k)
+    for letter in order:  # 'XYZ' applies X first: q = qz * qy * qx
+        i = AXES.index(letter)
+        c, s = np.cos(0.5 * angles[:, i]), np.sin(0.5 * angles[:, i])
+        if i == 0:
+            w, x, y, z = c * w - s * x, c * x + s * w, c * y - s * z, c * z + s * y
+        elif i == 1:
+            w, x, y, z = c * w - s * y, c * x + s * z, c * y + s * w, c * z - s * x
+        else:
+            w, x, y, z = c * w - s * z, c * x - s * y, c * y + s * x, c * z + s * w
+    return np.stack([w, x, y, z], axis=1)
+
+
+def _animated(mode: str, original: BoneChannels) -> SimpleNamespace:
+    """What ``rotation_channels`` reads of a pose bone, as it held its animated values."""
+    _, quaternion, euler, axis_angle = original.values
+    return SimpleNamespace(rotation_mode=mode, rotation_quaternion=Quaternion(quaternion),
+                           rotation_euler=Euler(euler, mode if mode in EULER_ORDERS else "XYZ"),
+                           rotation_axis_angle=axis_angle)
+
+
+class Solutions:
+    """The frames solved with one tree: each frame's solution ``q`` and the animated values
+    it started from (``RigModel.q0`` and ``RigModel.originals`` of that frame)."""
+
+    def __init__(self, model):
+        pose_bones = model.object.pose.bones
+        # name, hinge joints (3,), slide joints (3,) or None, hinge order, rotation mode, data path
+        self.bones = [(name, np.array([b.hinges[a] for a in AXES]),
+                       np.array([b.slides[a] for a in AXES]) if b.slides else None,
+                       b.order, pose_bones[name].rotation_mode, rotation_path(pose_bones[name]))
+                      for name, b in model.bones.items()]
+        self.frames: list[int] = []
+        self.q: list[np.ndarray] = []
+        self.q0: list[np.ndarray] = []
+        self.originals: list[dict] = []  # bone -> BoneChannels
+
+    def clear(self) -> None:
+        self.frames, self.q, self.q0, self.originals = [], [], [], []
+
+    def add(self, frame: int, q: np.ndarray, q0: np.ndarray, originals: dict) -> None:
+        self.frames.append(frame)
+        self.q.append(q)
+        self.q0.append(q0)
+        self.originals.append(originals)
+
+    def channels(self) -> dict[int, dict[str, tuple]]:
+        """frame -> bone -> (rotation data path, rotation values, location or None for a
+        non-root), as ``RigModel.channels`` gives them."""
+        out: dict[int, dict[str, tuple]] = {frame: {} for frame in self.frames}
+        if not self.frames:
+            return out
+        q, q0 = np.array(self.q), np.array(self.q0)
+        for name, hinges, slides, order, mode, path in self.bones:
+            originals = [o[name] for o in self.originals]
+            angles = q[:, hinges]
+            kept = np.all(angles == q0[:, hinges], axis=1)
+            if mode == "QUATERNION":
+                turned = _euler_quaternions(angles, order)
+                animated = np.array([o.values[1] for o in originals], dtype=float)
+                turned[np.einsum("ij,ij->i", turned, animated) < 0.0] *= -1.0
+                rotations = turned.tolist()
+            elif mode == order:
+                rotations = angles.tolist()
+            else:
+                rotations = [rotation_channels(_animated(mode, o), Euler(a, order))[1] if not k else None
+                             for o, a, k in zip(originals, angles.tolist(), kept)]
+            moved = None if slides is None else ~np.all(q[:, slides] == q0[:, slides], axis=1)
+            locations = None if slides is None else q[:, slides].tolist()
+            for i, frame in enumerate(self.frames):
+                rotation = originals[i].rotation(path) if kept[i] else tuple(rotations[i])
+                location = None
+                if slides is not None:
+                    location = tuple(locations[i]) if moved[i] else originals[i].values[0]
+                out[frame][name] = (path, rotation, location)
+        return out
