@@ -79,7 +79,8 @@ class Skeleton:
                base frame, its offset still relative to the parent's posed frame (see the
                module docstring). No effect on a joint whose parent is -1.
 
-    Derived: ``ancestors`` (n, n) bool, ``ancestors[i, j]``: j is i or above i;
+    Derived: ``ancestors`` (n, n) bool, ``ancestors[i, j]``: j is i or above i; ``subtree``
+    (n,) the number of joints each joint moves, itself included;
     ``detached`` (m,) the joints that do not inherit (parent >= 0 only);
     ``lever`` (n, n) int, ``lever[k, j]``: the first joint strictly below j on the path
     to k that does not inherit (-1: none), through whose head joint j moves points on k.
@@ -139,6 +140,7 @@ class Skeleton:
             ancestors[i, i] = True
         levels = [np.flatnonzero(depth == d) for d in range(int(depth.max(initial=-1)) + 1)]
         object.__setattr__(self, "ancestors", ancestors)
+        object.__setattr__(self, "subtree", ancestors.sum(axis=0))  # joints each joint moves, itself included
         object.__setattr__(self, "lever", lever)
         object.__setattr__(self, "levels", levels)
         # Forward kinematics by pointer jumping: slot n holds the base frame, slot n + 1

@@ -121,7 +121,7 @@ class _Potential:
         self.batch = GoalBatch(self.goals, self.weights)
         self.c = LEVEL_RATIO ** np.arange(len(priorities), dtype=float)
         self.size = kin.size_scale(np.array([g.point_pairs(kin)[2][0] for g in self.goals]) if self.goals else None)
-        subtree = sk.ancestors.sum(axis=0)
+        subtree = sk.subtree
         col_scale = (np.where(sk.prismatic, SLIDE_SCALE * self.size, 1.0) * np.sqrt(np.clip(sk.mobility, 0.0, 1.0))
                      / subtree**INERTIA_POWER)
         self.scale = col_scale[self.cols]

@@ -238,7 +238,7 @@ def _solve(problem: Problem, q0, deadline: float, swapped: bool = False) -> Solv
 
     kin = sk.forward(q)
     size = kin.size_scale(np.array([g.point_pairs(kin)[2][0] for g in goals]) if goals else None)
-    subtree = sk.ancestors.sum(axis=0)  # joints moved by each joint, itself included
+    subtree = sk.subtree
     col_scale = (np.where(sk.prismatic, SLIDE_SCALE * size, 1.0) * np.sqrt(np.clip(sk.mobility, 0.0, 1.0))
                  / subtree**INERTIA_POWER)
     # Each level's damping adapts as in Levenberg-Marquardt: raised when the level's full
