@@ -322,6 +322,16 @@ def pin_shortcut(event) -> str | None:
     return PIN_SHORTCUTS.get(event.type) if not event.shift else None
 
 
+def redraw_pose_editors(context) -> None:
+    """Redraw the editors that show pose channels: the pose is written in bulk
+    (``foreach_set``), which sends no notifier, so the Properties editor's bone transform
+    would otherwise show the old values until the mouse passes over it."""
+    screen = context.screen
+    for area in screen.areas if screen is not None else ():
+        if area.type == "PROPERTIES":
+            area.tag_redraw()
+
+
 class ModalDrag:
     """The interactive drag, shared by the drag and the motion edit: the bone under the
     mouse (or the active bone) follows the mouse, re-solved on every event. A subclass
@@ -419,6 +429,7 @@ class ModalDrag:
         if context.area is not None:
             context.area.header_text_set(drag.header())
             context.area.tag_redraw()
+        redraw_pose_editors(context)
         return {"RUNNING_MODAL"}
 
     def _finish(self, context, result):
@@ -427,6 +438,7 @@ class ModalDrag:
         if context.area is not None:
             context.area.header_text_set(None)
             context.area.tag_redraw()
+        redraw_pose_editors(context)
         return result
 
 
