@@ -16,53 +16,112 @@ Below a joint h that does not inherit its parent's rotation, a hinge j above h o
 translates: a goal point p on h's subtree moves as h's head x_h does, p = x_h + c with
 c fixed, so for j the effector is x_h and the target d - c (``Skeleton.lever``); the
 heads are moved along with the points.
+
+A visit touches only the few points distal to its joint, so the sweep works on Python
+floats: which points each joint moves is listed once for a tree and its goals
+(``_Sweeps.plan``, kept across solves), and a visit is a handful of sums and one rotation
+over those points, where array calls on three-vectors would cost more than the
+arithmetic. The position goals' points come from one product per sweep (``Pairs``).
 """
 
 from __future__ import annotations
 
 import math
 import time
+import weakref
+from collections.abc import Sequence
 
 import numpy as np
 
-from ..problem import FirstLevelKeeper, Problem, SolveResult, check_start, finish, goal_errors, level_weights
+from ..goals import Goal, PositionGoal
+from ..problem import FirstLevelKeeper, GoalBatch, Problem, SolveResult, check_start, finish, level_weights
 from ..ranges import SphericalRanges
-from ..skeleton import cross
 from .preference import ReferencePull
 
 NEGLIGIBLE = 1e-4  # a hinge turn that gains less than this share of the tolerance squared is skipped
 NUDGE = 0.5  # [rad] the turn out of a stall
 AXIAL = 0.05  # a hinge whose points lie within this share of their distance from its axis does not turn
 
-
-def _pairs(problem: Problem, kin, weights):
-    joints, points, targets, w = [], [], [], []
-    for goal, weight in zip(problem.goals, weights):
-        j, p, t = goal.point_pairs(kin)
-        joints.append(j)
-        points.append(p)
-        targets.append(t)
-        w.append(np.full(len(j), weight))
-    if not joints:
-        return np.zeros(0, dtype=np.intp), np.zeros((0, 3)), np.zeros((0, 3)), np.zeros(0)
-    return np.concatenate(joints), np.vstack(points), np.vstack(targets), np.concatenate(w)
+MAX_PLANS = 32  # sweep plans kept per skeleton
+_PLANS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # skeleton -> {pairs: plan}, across solves
+_NO_PAIRS = (np.zeros(0, dtype=np.intp), np.zeros((0, 3)), np.zeros((0, 3)), np.zeros(0))
+for _empty in _NO_PAIRS:
+    _empty.flags.writeable = False
 
 
-def _directions(problem: Problem, kin, weights):
-    """Direction pairs of the goals that hold a frame's axes (``Goal.direction_pairs``):
-    joints (k,), unit directions now (k, 3), target directions (k, 3), and weights (k,)
-    times each pair's length squared, so that they weigh as points at that length would."""
-    joints, units, targets, w = [], [], [], []
-    for goal, weight in zip(problem.goals, weights):
-        j, u, t, length = goal.direction_pairs(kin)
-        if len(j):
+class Pairs:
+    """The point pairs (``Goal.point_pairs``) and direction pairs (``Goal.direction_pairs``)
+    of one solve's goals, each set in one array. Position goals' joints, local points and
+    targets are gathered once (their targets are fixed during a solve), so their points
+    are one product for all; goals of other kinds are asked each time (their targets may
+    follow the pose). Point pairs come grouped: the position goals', then the others'."""
+
+    def __init__(self, goals: Sequence[Goal]):
+        self.goals = list(goals)
+        fixed = [i for i, g in enumerate(self.goals) if type(g) is PositionGoal]
+        self.fixed = np.array(fixed, dtype=np.intp)
+        self.others = [i for i, g in enumerate(self.goals) if type(g) is not PositionGoal]
+        self.joints = np.array([self.goals[i].joint[0] for i in fixed], dtype=np.intp)
+        self.local = np.array([self.goals[i].local[0] for i in fixed], dtype=float).reshape(-1, 3)
+        self.targets = np.array([self.goals[i].target for i in fixed], dtype=float).reshape(-1, 3)
+        self.directed = [i for i, g in enumerate(self.goals) if type(g).direction_pairs is not Goal.direction_pairs]
+        self._kin, self._fixed_points = None, np.zeros((0, 3))
+        self._batch: GoalBatch | None = None
+
+    def fixed_points(self, kin) -> np.ndarray:
+        """The position goals' world points (m, 3), in the order of ``fixed``; kept for the
+        last kinematics asked (not to be modified)."""
+        if kin is not self._kin and len(self.joints):
+            self._kin, self._fixed_points = kin, kin.points(self.joints, self.local)
+        return self._fixed_points
+
+    def errors(self, kin) -> np.ndarray:
+        """Each goal's distance from being met (``GoalBatch.errors``); when every goal is a
+        position goal, from the points kept for ``kin``."""
+        if self.others or not len(self.joints):
+            if self._batch is None:
+                self._batch = GoalBatch(self.goals, np.ones(len(self.goals)))
+            return self._batch.errors(kin)
+        gaps = self.targets - self.fixed_points(kin)
+        return np.sqrt(np.einsum("ij,ij->i", gaps, gaps))
+
+    def points(self, kin, weights: np.ndarray):
+        """Joints (k,), world points (k, 3), targets (k, 3) and weights (k,) of every point pair."""
+        weights = np.asarray(weights, dtype=float)
+        points = self.fixed_points(kin)
+        if not self.others:
+            return self.joints, points, self.targets, weights[self.fixed]
+        joints, world, targets, w = [self.joints], [points], [self.targets], [weights[self.fixed]]
+        for i in self.others:
+            j, p, t = self.goals[i].point_pairs(kin)
             joints.append(j)
-            units.append(u)
+            world.append(p)
             targets.append(t)
-            w.append(weight * np.asarray(length, dtype=float) ** 2)
-    if not joints:
-        return np.zeros(0, dtype=np.intp), np.zeros((0, 3)), np.zeros((0, 3)), np.zeros(0)
-    return np.concatenate(joints), np.vstack(units), np.vstack(targets), np.concatenate(w)
+            w.append(np.full(len(j), weights[i]))
+        return np.concatenate(joints), np.vstack(world), np.vstack(targets), np.concatenate(w)
+
+    def directions(self, kin, weights: np.ndarray):
+        """Direction pairs of the goals that hold a frame's axes: joints (k,), unit
+        directions now (k, 3), target directions (k, 3), and weights (k,) times each pair's
+        length squared, so that they weigh as points at that length would."""
+        joints, units, targets, w = [], [], [], []
+        for i in self.directed:
+            j, u, t, length = self.goals[i].direction_pairs(kin)
+            if len(j):
+                joints.append(j)
+                units.append(u)
+                targets.append(t)
+                w.append(weights[i] * np.asarray(length, dtype=float) ** 2)
+        if not joints:
+            return _NO_PAIRS
+        return np.concatenate(joints), np.vstack(units), np.vstack(targets), np.concatenate(w)
+
+    def cost(self, kin, weights: np.ndarray) -> float:
+        """What a sweep minimises: the weighted squared distances of the point pairs and of
+        the direction pairs (at their lengths)."""
+        _, points, targets, w = self.points(kin, weights)
+        _, units, d_targets, d_w = self.directions(kin, weights)
+        return weighted_cost(points, targets, w) + weighted_cost(units, d_targets, d_w)
 
 
 def weighted_cost(points: np.ndarray, targets: np.ndarray, w: np.ndarray) -> float:
@@ -70,138 +129,255 @@ def weighted_cost(points: np.ndarray, targets: np.ndarray, w: np.ndarray) -> flo
 
 
 def goal_cost(problem: Problem, kin, weights: np.ndarray) -> float:
-    """What a sweep minimises: the weighted squared distances of the point pairs and of the
-    direction pairs (at their lengths)."""
-    _, points, targets, w = _pairs(problem, kin, weights)
-    _, units, d_targets, d_w = _directions(problem, kin, weights)
-    return weighted_cost(points, targets, w) + weighted_cost(units, d_targets, d_w)
+    """What a sweep minimises (``Pairs.cost``) for ``problem``'s goals."""
+    return Pairs(problem.goals).cost(kin, weights)
 
 
-def _sweep(problem: Problem, q: np.ndarray, kin, weights: np.ndarray, order: np.ndarray, balls: list,
-           movable: np.ndarray) -> tuple[np.ndarray, list[int]]:
-    """One sweep from the leaves to the root; returns the new joint values and the hinges
-    that could not turn toward a goal they fall short of (no lever: a stall). ``balls``: the
-    ranged ball joints (``_ranged_balls``); ``movable``: the problem's movable joints."""
-    sk = problem.skeleton
-    q = q.copy()
-    joints, points, targets, w = _pairs(problem, kin, weights)
-    k = len(joints)
-    # Directions (held axes) turn with a hinge above them unless a joint that does not
-    # inherit its parent's rotation lies between (Welman 1993, section 5.4: orientation).
-    d_joints, units, d_targets, d_w = _directions(problem, kin, weights)
-    turns = sk.ancestors[d_joints] & (sk.lever[d_joints] < 0)  # (k_d, n)
-    # Riders: the effector points, then the heads of the non-inheriting joints (points on
-    # their parents). A hinge moves rider r through source[r, j]: r itself, or the head of
-    # the first non-inheriting joint below the hinge (below it only translation passes).
-    detached = sk.detached
-    levered = detached.size > 0
-    riders = joints
-    if levered:
-        riders = np.concatenate([joints, sk.parent[detached]])
-        points = np.vstack([points, kin.heads[detached]])
-        lever = sk.lever[riders]
-        slot = np.empty(sk.size, dtype=np.intp)
-        slot[detached] = k + np.arange(detached.size)
-        source = np.where(lever >= 0, slot[lever], np.arange(len(riders))[:, None])
-    distal = sk.ancestors[riders]  # (r, n): rider r moves with joint j
-    origins = kin.origins
-    world_axes = kin.world_axes
-    handedness = sk.handedness  # a mirrored frame turns a positive angle into a negative rotation
-    # Ball joints with a spherical range are projected onto it as soon as the sweep has
-    # passed all three of their hinges, so that the joints above take up what the range
-    # refuses in the same sweep.
-    pending = 0
-    # The least improvement of the weighted squared error per unit weight a turn must make.
-    tolerance2 = problem.tolerance**2
-    negligible = NEGLIGIBLE * tolerance2
-    idle: list[int] = []
+class _Sweeps:
+    """The sweeps of one solve: the joints' fixed values as Python lists, and for each set
+    of pairs the plan of a sweep (``plan``), kept with the skeleton for the next solves
+    (an interactive drag solves the same goals on the same tree at every step)."""
 
-    def project_passed(upto: int) -> None:
-        nonlocal pending, points, units
+    def __init__(self, problem: Problem, order: np.ndarray, balls: list, movable: np.ndarray, pairs: Pairs):
+        sk = problem.skeleton
+        self.problem = problem
+        self.skeleton = sk
+        self.order = order
+        self.balls = balls
+        self.movable = movable
+        self.pairs = pairs
+        self.levered = sk.detached.size > 0
+        self.prismatic = sk.prismatic.tolist()
+        self.handedness = sk.handedness.tolist()  # a mirrored frame turns a positive angle into a negative rotation
+        self.mobility = sk.mobility.tolist()
+        self.lower = sk.lower.tolist()
+        self.upper = sk.upper.tolist()
+        self._plans = _PLANS.setdefault(sk, {})
+
+    def plan(self, joints: np.ndarray, w: np.ndarray, d_joints: np.ndarray, d_w: np.ndarray) -> list:
+        """For each joint of the sweep, in order, that has a weighted pair distal to it:
+        (joint, total weight, [(goal point r, lever source s, weight) if weighted],
+        [every goal point r], [(s, [riders moved as s is])], [(direction i, weight) if weighted]).
+
+        Riders are the goal points, then (with joints that do not inherit their parent's
+        rotation) the heads of those joints, points on their parents. The joint moves rider
+        r through s: r itself, or the head of the first non-inheriting joint below it on
+        the way to r (below it only translation passes). Directions (held axes) turn with a
+        hinge above them unless a non-inheriting joint lies between (Welman 1993, section
+        5.4: orientation); a sliding joint does not turn them."""
+        key = (self.order.tobytes(), joints.tobytes(), w.tobytes(), d_joints.tobytes(), d_w.tobytes())
+        plan = self._plans.get(key)
+        if plan is not None:
+            return plan
+        if len(self._plans) >= MAX_PLANS:
+            self._plans.clear()
+        sk = self.skeleton
+        k = len(joints)
+        riders = joints
+        sources = None
+        if self.levered:
+            detached = sk.detached
+            riders = np.concatenate([joints, sk.parent[detached]])
+            lever = sk.lever[riders]
+            slot = np.empty(sk.size, dtype=np.intp)
+            slot[detached] = k + np.arange(detached.size)
+            sources = np.where(lever >= 0, slot[lever], np.arange(len(riders))[:, None]).T.tolist()
+        moved: list[list[int]] = [[] for _ in range(sk.size)]  # moved[j]: the riders joint j moves
+        for r, row in enumerate(sk.ancestors[riders]):
+            for j in np.flatnonzero(row).tolist():
+                moved[j].append(r)
+        turned: list[list[int]] = [[] for _ in range(sk.size)]
+        for i in np.flatnonzero(d_w > 0.0).tolist():  # an unweighted direction changes nothing
+            for j in np.flatnonzero(sk.ancestors[d_joints[i]] & (sk.lever[d_joints[i]] < 0)).tolist():
+                turned[j].append(i)
+        ws, dws = w.tolist(), d_w.tolist()
+        plan = []
+        for j in self.order.tolist():
+            goal = [r for r in moved[j] if r < k]
+            turns = [] if self.prismatic[j] else [(i, dws[i]) for i in turned[j]]
+            total = 0.0
+            for r in goal:
+                total += ws[r]
+            for _, weight in turns:
+                total += weight
+            if total <= 0.0:  # no pair to move it
+                continue
+            if sources is None:
+                plan.append((j, total, [(r, r, ws[r]) for r in goal if ws[r] > 0.0], goal,
+                             [(r, (r,)) for r in goal], turns))
+                continue
+            by_source: dict[int, list[int]] = {}
+            for r in moved[j]:
+                by_source.setdefault(sources[j][r], []).append(r)
+            plan.append((j, total, [(r, sources[j][r], ws[r]) for r in goal if ws[r] > 0.0], goal,
+                         list(by_source.items()), turns))
+        self._plans[key] = plan
+        return plan
+
+    def _project(self, qs: list, pending: int, upto: int, weights: np.ndarray, place: bool = True):
+        """Project the ranged ball joints whose hinges the sweep has all passed (the first
+        ``pending`` are done); returns the new ``pending`` and, if a joint moved and
+        ``place``, the riders' points and the directions placed again (the frames above are
+        unchanged)."""
+        sk, balls = self.skeleton, self.balls
         moved = False
         while pending < len(balls) and balls[pending][0] > upto:
-            ranges = balls[pending][1]
-            projected = ranges.project(sk, q, movable)
+            q = np.array(qs)
+            projected = balls[pending][1].project(sk, q, self.movable)
             if projected is not q and np.any(projected != q):
-                q[:] = projected
+                qs[:] = projected.tolist()
                 moved = True
             pending += 1
-        if moved:  # the riders below moved: place them again (frames above are unchanged)
-            now = sk.forward(q)
-            _, fresh, _, _ = _pairs(problem, now, weights)
-            points = np.vstack([fresh, now.heads[detached]]) if levered else fresh
-            units[:] = _directions(problem, now, weights)[1]
+        if not moved or not place:
+            return pending, None
+        now = sk.forward(np.array(qs))
+        points = self.pairs.points(now, weights)[1]
+        if self.levered:
+            points = np.vstack([points, now.heads[sk.detached]])
+        return pending, (points.tolist(), self.pairs.directions(now, weights)[1].tolist())
 
-    for j in order:
-        project_passed(j)
-        sel = distal[:, j]
-        goal_sel = sel[:k]
-        ww = w[goal_sel]
-        d_sel = turns[:, j] if not sk.prismatic[j] else np.zeros(len(d_joints), dtype=bool)
-        dw = d_w[d_sel]
-        total = float(ww.sum()) + float(dw.sum())
-        if (not goal_sel.any() and not d_sel.any()) or total <= 0.0:
-            continue
-        o = origins[j]
-        if levered:  # p = x + (p - x) with p - x fixed: aim x at target - (p - x)
-            lever_points = points[source[sel, j]]
-            p = lever_points[: len(ww)] - o
-            d = targets[goal_sel] - (points[:k][goal_sel] - lever_points[: len(ww)]) - o
-        else:
-            lever_points = points[sel]
-            p = lever_points - o
-            d = targets[sel] - o
-        if sk.prismatic[j]:
-            v = world_axes[j]
-            step = float(ww @ ((d - p) @ v)) / (total * float(v @ v)) if ww.size else 0.0
-        else:
-            a = world_axes[j] / np.linalg.norm(world_axes[j])
-            pa, da = p @ a, d @ a
-            k1 = float(ww @ (da * pa))
-            k2 = float(ww @ np.einsum("ij,ij->i", d, p))
-            k3 = float(a @ (ww @ cross(p, d)))
-            across = float(ww @ (np.linalg.norm(p - np.outer(pa, a), axis=1) * np.linalg.norm(d - np.outer(da, a), axis=1)))
-            spread = float(ww @ (np.linalg.norm(p, axis=1) * np.linalg.norm(d, axis=1)))
-            if d_sel.any():  # held axes: the same sums over unit directions
-                u, t = units[d_sel], d_targets[d_sel]
-                ua, ta = u @ a, t @ a
-                k1 += float(dw @ (ta * ua))
-                k2 += float(dw @ np.einsum("ij,ij->i", t, u))
-                k3 += float(a @ (dw @ cross(u, t)))
-                across += float(dw @ (np.linalg.norm(u - np.outer(ua, a), axis=1)
-                                      * np.linalg.norm(t - np.outer(ta, a), axis=1)))
-                spread += float(dw.sum())
-            if math.hypot(k3, k2 - k1) - (k2 - k1) <= negligible * total or across < AXIAL * spread:
-                # No turn brings its points measurably closer, or they lie along its axis (a
-                # bone's head on its own hinges, a tail on its twist): the angle would be
-                # atan2 of round-off or a large turn for next to nothing (a foot flipped).
-                if (np.any(np.sum((targets[goal_sel] - points[:k][goal_sel]) ** 2, axis=1) > tolerance2)
-                        or np.any(d_w[d_sel] * np.sum((d_targets[d_sel] - units[d_sel]) ** 2, axis=1)
-                                  > tolerance2 * (d_w[d_sel] > 0))):
-                    idle.append(j)  # stuck short of a goal: the solve may nudge it
-                continue
-            step = handedness[j] * math.atan2(k3, k2 - k1)
-        step *= sk.mobility[j]
-        new = min(max(q[j] + step, sk.lower[j]), sk.upper[j])
-        step = new - q[j]
-        if step == 0.0:
-            continue
-        q[j] = new
-        if sk.prismatic[j]:
-            points[sel] += step * world_axes[j]
-        else:
-            c, s = math.cos(handedness[j] * step), math.sin(handedness[j] * step)
-            r = lever_points - o if levered else p
-            rotated = r * c + cross(a, r) * s + a * (r @ a)[:, None] * (1.0 - c)
-            if levered:
-                points[sel] += rotated - r
+    def sweep(self, q: np.ndarray, kin, weights: np.ndarray) -> tuple[np.ndarray, list[int]]:
+        """One sweep from the leaves to the root; returns the new joint values and the hinges
+        that could not turn toward a goal they fall short of (no lever: a stall)."""
+        sk = self.skeleton
+        joints, points, targets, w = self.pairs.points(kin, weights)
+        d_joints, units, d_targets, d_w = self.pairs.directions(kin, weights)
+        plan = self.plan(joints, w, d_joints, d_w)
+        levered = self.levered
+        if levered:
+            points = np.vstack([points, kin.heads[sk.detached]])
+        pts, tgs = points.tolist(), targets.tolist()
+        uns, uts = units.tolist(), d_targets.tolist()
+        qs = q.tolist()
+        origins = kin.origins.tolist()
+        world = kin.world_axes
+        axes = world.tolist()
+        unit_axes = (world / np.sqrt(np.einsum("ij,ij->i", world, world))[:, None]).tolist()
+        prismatic, handedness, mobility = self.prismatic, self.handedness, self.mobility
+        lower, upper = self.lower, self.upper
+        sqrt, hypot, atan2, cos, sin = math.sqrt, math.hypot, math.atan2, math.cos, math.sin
+        # Ball joints with a spherical range are projected onto it as soon as the sweep has
+        # passed all three of their hinges, so that the joints above take up what the range
+        # refuses in the same sweep.
+        pending, balls = 0, len(self.balls)
+        # The least improvement of the weighted squared error per unit weight a turn must make.
+        tolerance2 = self.problem.tolerance**2
+        negligible = NEGLIGIBLE * tolerance2
+        idle: list[int] = []
+        for j, total, weighted, goal, groups, turned in plan:
+            if pending < balls and self.balls[pending][0] > j:
+                pending, placed = self._project(qs, pending, j, weights)
+                if placed is not None:
+                    pts, uns = placed
+            ox, oy, oz = origins[j]
+            if prismatic[j]:
+                vx, vy, vz = axes[j]
+                gain = 0.0
+                for r, _, wr in weighted:
+                    tx, ty, tz = tgs[r]
+                    px, py, pz = pts[r]
+                    gain += wr * ((tx - px) * vx + (ty - py) * vy + (tz - pz) * vz)
+                step = gain / (total * (vx * vx + vy * vy + vz * vz))
             else:
-                points[sel] = o + rotated
-            if d_sel.any():
-                u = units[d_sel]
-                units[d_sel] = u * c + cross(a, u) * s + a * (u @ a)[:, None] * (1.0 - c)
-    project_passed(-1)
-    return q, idle
+                ax, ay, az = unit_axes[j]
+                k1 = k2 = k3 = across = spread = 0.0
+                for r, s, wr in weighted:
+                    lx, ly, lz = pts[s]
+                    tx, ty, tz = tgs[r]
+                    if s != r:  # p = x + (p - x) with p - x fixed: aim x at target - (p - x)
+                        px, py, pz = pts[r]
+                        tx, ty, tz = tx - (px - lx), ty - (py - ly), tz - (pz - lz)
+                    px, py, pz = lx - ox, ly - oy, lz - oz
+                    dx, dy, dz = tx - ox, ty - oy, tz - oz
+                    pa = px * ax + py * ay + pz * az
+                    da = dx * ax + dy * ay + dz * az
+                    pp = px * px + py * py + pz * pz
+                    dd = dx * dx + dy * dy + dz * dz
+                    k1 += wr * (da * pa)
+                    k2 += wr * (dx * px + dy * py + dz * pz)
+                    k3 += wr * (ax * (py * dz - pz * dy) + ay * (pz * dx - px * dz) + az * (px * dy - py * dx))
+                    across_p, across_d = pp - pa * pa, dd - da * da  # squared distances from the axis
+                    if across_p > 0.0 and across_d > 0.0:
+                        across += wr * sqrt(across_p * across_d)
+                    spread += wr * sqrt(pp * dd)
+                for i, wr in turned:  # held axes: the same sums over unit directions
+                    px, py, pz = uns[i]
+                    dx, dy, dz = uts[i]
+                    pa = px * ax + py * ay + pz * az
+                    da = dx * ax + dy * ay + dz * az
+                    k1 += wr * (da * pa)
+                    k2 += wr * (dx * px + dy * py + dz * pz)
+                    k3 += wr * (ax * (py * dz - pz * dy) + ay * (pz * dx - px * dz) + az * (px * dy - py * dx))
+                    across_p, across_d = px * px + py * py + pz * pz - pa * pa, dx * dx + dy * dy + dz * dz - da * da
+                    if across_p > 0.0 and across_d > 0.0:
+                        across += wr * sqrt(across_p * across_d)
+                    spread += wr
+                if hypot(k3, k2 - k1) - (k2 - k1) <= negligible * total or across < AXIAL * spread:
+                    # No turn brings its points measurably closer, or they lie along its axis (a
+                    # bone's head on its own hinges, a tail on its twist): the angle would be
+                    # atan2 of round-off or a large turn for next to nothing (a foot flipped).
+                    if _short(goal, pts, tgs, turned, uns, uts, tolerance2):
+                        idle.append(j)  # stuck short of a goal: the solve may nudge it
+                    continue
+                step = handedness[j] * atan2(k3, k2 - k1)
+            step *= mobility[j]
+            new = qs[j] + step
+            if new < lower[j]:
+                new = lower[j]
+            elif new > upper[j]:
+                new = upper[j]
+            step = new - qs[j]
+            if step == 0.0:
+                continue
+            qs[j] = new
+            if prismatic[j]:
+                sx, sy, sz = step * vx, step * vy, step * vz
+                for _, riders in groups:
+                    for r in riders:
+                        px, py, pz = pts[r]
+                        pts[r] = [px + sx, py + sy, pz + sz]
+                continue
+            turn = handedness[j] * step
+            c, s = cos(turn), sin(turn)
+            versine = 1.0 - c
+            for source, riders in groups:
+                lx, ly, lz = pts[source]
+                rx, ry, rz = lx - ox, ly - oy, lz - oz
+                ra = (rx * ax + ry * ay + rz * az) * versine
+                nx = rx * c + (ay * rz - az * ry) * s + ax * ra
+                ny = ry * c + (az * rx - ax * rz) * s + ay * ra
+                nz = rz * c + (ax * ry - ay * rx) * s + az * ra
+                if levered:  # every rider moves as its source does
+                    ex, ey, ez = nx - rx, ny - ry, nz - rz
+                    for r in riders:
+                        px, py, pz = pts[r]
+                        pts[r] = [px + ex, py + ey, pz + ez]
+                else:
+                    pts[source] = [ox + nx, oy + ny, oz + nz]
+            for i, _ in turned:
+                ux, uy, uz = uns[i]
+                ua = (ux * ax + uy * ay + uz * az) * versine
+                uns[i] = [ux * c + (ay * uz - az * uy) * s + ax * ua, uy * c + (az * ux - ax * uz) * s + ay * ua,
+                          uz * c + (ax * uy - ay * ux) * s + az * ua]
+        if pending < balls:
+            self._project(qs, pending, -1, weights, place=False)
+        return np.array(qs), idle
+
+
+def _short(goal: list, pts: list, tgs: list, turned: list, uns: list, uts: list, tolerance2: float) -> bool:
+    """Whether a goal point of ``goal`` or a direction of ``turned`` (each with its weight)
+    misses its target by more than the tolerance."""
+    for r in goal:
+        tx, ty, tz = tgs[r]
+        px, py, pz = pts[r]
+        if (tx - px) ** 2 + (ty - py) ** 2 + (tz - pz) ** 2 > tolerance2:
+            return True
+    for i, weight in turned:
+        tx, ty, tz = uts[i]
+        ux, uy, uz = uns[i]
+        if weight * ((tx - ux) ** 2 + (ty - uy) ** 2 + (tz - uz) ** 2) > tolerance2:
+            return True
+    return False
 
 
 def _ranged_balls(problem: Problem, order: np.ndarray) -> list:
@@ -220,10 +396,6 @@ def _ranged_balls(problem: Problem, order: np.ndarray) -> list:
                               ranges.twist[b:b + 1], ranges.roll[b:b + 1])
         out.append((int(ranges.joints[b].min()), one))
     return sorted(out, key=lambda item: -item[0])
-
-
-def _cost(problem: Problem, q: np.ndarray, weights: np.ndarray) -> float:
-    return goal_cost(problem, problem.skeleton.forward(q), weights)
 
 
 def _nudge(problem: Problem, q: np.ndarray, idle: list[int]) -> np.ndarray:
@@ -250,54 +422,63 @@ def solve(problem: Problem, q0) -> SolveResult:
     phases = [weights] if np.array_equal(weights, first_level) else [weights, first_level]
     movable = problem.movable()
     order = np.flatnonzero(movable)[::-1]
-    balls = _ranged_balls(problem, order)  # once per solve, not per sweep
+    pairs = Pairs(problem.goals)
+    sweeper = _Sweeps(problem, order, _ranged_balls(problem, order), movable, pairs)
     history: list[float] = []
     sweeps = 0
     previous_cost, previous_q = math.inf, q.copy()
-    kin = sk.forward(q)
-    pull = ReferencePull(problem, kin)
+    kin = sk.forward(q)  # the kinematics at q, or None until needed
+    pull = ReferencePull(problem, kin, pairs.errors)
     keeper = FirstLevelKeeper(problem)
     idle: list[int] = []
     nudged = False
     for _ in range(problem.max_iterations):
-        kin = sk.forward(q)
-        errors = goal_errors(problem.goals, kin)
+        if kin is None:
+            kin = sk.forward(q)
+        errors = pairs.errors(kin)
         history.append(float(errors.max(initial=0.0)))
         keeper.see(q, kin, errors)
         if np.all(errors <= problem.tolerance):
             pulled = pull.step(q, kin, errors)
             if pulled is None:
                 break
-            q, previous_cost = pulled[0], math.inf
+            (q, kin), previous_cost = pulled, math.inf
             continue
         if time.perf_counter() > deadline:
             break
         if len(phases) == 1:
-            cost = goal_cost(problem, kin, weights)
+            cost = pairs.cost(kin, weights)
             if cost >= previous_cost * (1.0 - 1e-12):
                 # A fixed point. Under a sheared or non-uniformly scaled frame a hinge is
                 # not a rigid world rotation and a sweep can overshoot: keep the better pose.
                 if cost > previous_cost:
-                    q = previous_q
+                    q, kin = previous_q, None
                 if nudged or not idle:
                     break
                 unnudged, nudged, previous_cost = q, True, math.inf
-                q = _nudge(problem, q, idle)
+                q, kin = _nudge(problem, q, idle), None
                 continue
             previous_cost, previous_q = cost, q.copy()
         start = q
         idle = []
         for i, phase in enumerate(phases):
-            q, stuck = _sweep(problem, q, kin if i == 0 else sk.forward(q), phase, order, balls, movable)
+            q, stuck = sweeper.sweep(q, kin if i == 0 else sk.forward(q), phase)
             idle += stuck
+        kin = None
         sweeps += 1
         if np.abs(q - start).max(initial=0.0) < 1e-14:
             if nudged or not idle:
                 break
             unnudged, nudged = q, True
             q = _nudge(problem, q, idle)
-    if nudged and _cost(problem, q, weights) > _cost(problem, unnudged, weights):
-        q = unnudged  # the nudge led nowhere better: no solve ends worse than its stall
-    q, kin = pull.finish(q, sk.forward(q))
-    q, kin = keeper.choose(q, kin, goal_errors(problem.goals, kin))
-    return finish(problem, q, sweeps, history, kin)
+    if kin is None:
+        kin = sk.forward(q)
+    if nudged and pairs.cost(kin, weights) > pairs.cost(sk.forward(unnudged), weights):
+        q, kin = unnudged, None  # the nudge led nowhere better: no solve ends worse than its stall
+    q, kin = pull.finish(q, sk.forward(q) if kin is None else kin)
+    errors = pairs.errors(kin)
+    chosen = keeper.choose(q, kin, errors)
+    if chosen[1] is not kin:
+        q, kin = chosen
+        errors = pairs.errors(kin)
+    return finish(problem, q, sweeps, history, kin, errors)

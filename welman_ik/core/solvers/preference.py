@@ -5,33 +5,42 @@ becomes a pull weighted below the goals: only from a configuration that meets ev
 each joint takes ``reference_weight`` of the way back to its preferred value (times its
 mobility: a stiff joint is pulled back less, as it also moves less; and times the share
 of the bone length it carries, ``sr_inverse.reference_weights`` capped at 1, so that the
-trunk is pulled back the whole way and the limbs do the reaching), halved until no goal drifts
-more than ``REFERENCE_DRIFT`` of the tree's size; the solver's own iterations then bring the
-goals back. The pull stops when its step is below ``REFERENCE_SETTLED`` or the distance to
-the reference, measured each time the goals are met again, shrinks by less than
-``REFERENCE_PROGRESS``; it has the first half of a time budget. A solve that stops between
-a pull and the goals' correction returns the last configuration that met them.
+trunk is pulled back the whole way and the limbs do the reaching), halved until no goal
+drifts more than ``REFERENCE_DRIFT`` of the tree's size; the solver's own iterations then
+bring the goals back. The smallest of those halvings is tried first, and if even it
+drifts too far no pull is taken (one forward pass instead of one per halving: a drag's
+pose is usually that far from the reference). The pull stops when its step is below
+``REFERENCE_SETTLED`` or the distance to the reference, measured each time the goals are
+met again, shrinks by less than ``REFERENCE_PROGRESS``; it has the first half of a time
+budget. A solve that stops between a pull and the goals' correction returns the last
+configuration that met them.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 import numpy as np
 
-from ..problem import Problem, goal_errors
+from ..problem import GoalBatch, Problem
+from ..skeleton import Kinematics
 from .sr_inverse import REFERENCE_DRIFT, REFERENCE_PROGRESS, REFERENCE_SETTLED, reference_weights
 
 MAX_HALVINGS = 6
 
 
 class ReferencePull:
-    def __init__(self, problem: Problem, kin):
+    """The pull of one solve; ``errors``: the goals' errors at given kinematics (by default
+    ``GoalBatch.errors``), if the solver has a cheaper way to them."""
+
+    def __init__(self, problem: Problem, kin, errors: Callable[[Kinematics], np.ndarray] | None = None):
         self.problem = problem
         goals = problem.goals
         self.active = problem.reference is not None and problem.reference_weight > 0.0 and len(goals) > 0
         if not self.active:
             return
+        self.goal_errors = GoalBatch(goals, np.ones(len(goals))).errors if errors is None else errors
         sk = problem.skeleton
         self.reference = np.asarray(problem.reference, dtype=float)
         # The joints that carry most (the trunk) are pulled back the whole way, the limbs' less.
@@ -58,19 +67,27 @@ class ReferencePull:
         self.closest = distance
         problem = self.problem
         allowed = np.maximum(errors, problem.tolerance) + REFERENCE_DRIFT * self.size
-        beta = 1.0
-        for _ in range(MAX_HALVINGS):
+
+        def kept(beta: float):
             trial = problem.constrain(q + beta * delta)
             trial_kin = problem.skeleton.forward(trial)
-            if np.all(goal_errors(problem.goals, trial_kin) <= allowed):
-                return trial, trial_kin
-            beta *= 0.5
-        return None
+            return (trial, trial_kin) if np.all(self.goal_errors(trial_kin) <= allowed) else None
+
+        # The smallest pull first: if even that moves a goal too far, none is taken (the
+        # larger pulls drift more).
+        least = kept(0.5 ** (MAX_HALVINGS - 1))
+        if least is None:
+            return None
+        for halvings in range(MAX_HALVINGS - 1):
+            taken = kept(0.5**halvings)
+            if taken is not None:
+                return taken
+        return least
 
     def finish(self, q: np.ndarray, kin):
         """The configuration to return: ``q``, unless it misses a goal that the last settled
         configuration met."""
         if (self.active and self.settled is not None and self.settled[0] is not q
-                and not np.all(goal_errors(self.problem.goals, kin) <= self.problem.tolerance)):
+                and not np.all(self.goal_errors(kin) <= self.problem.tolerance)):
             return self.settled[0], self.settled[1]
         return q, kin
