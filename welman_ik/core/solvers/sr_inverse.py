@@ -9,7 +9,10 @@ applied to its Jacobian restricted to the null space N of all higher levels:
     dq_l = (J_l N)* (e_l - J_l (dq_0 + ... + dq_l-1)),   N = I - V V^T
 
 (V spans the rows of J_0..J_l-1), so pins (level 0) hold while the drag (level 1)
-takes what freedom is left, or the other way round. Rows are divided by the tree's
+takes what freedom is left, or the other way round. N is never formed: J_l N is
+J_l - (J_l V) V^T, with V grown level by level from the Cholesky factors of the levels'
+small Gram matrices (directions whose singular value is below 1e-6 of the largest count as
+rank deficiency), and the diagonal reference level below is solved in closed form. Rows are divided by the tree's
 size and prismatic columns multiplied by it, so k and the result do not depend on
 units. Columns are scaled by sqrt(mobility) / m**0.5, where m counts the joints a joint
 moves: the least-norm step then prefers the limbs to the trunk and the root (as an
