@@ -21,6 +21,7 @@ from mathutils import Euler, Matrix
 
 from ..core import Skeleton
 from ..core.ranges import SphericalRanges
+from ..core.threads import single_threaded
 from . import driven
 from .channels import (
     AXES,
@@ -108,16 +109,23 @@ class Carriers:
         return found[0] if found is not None else None
 
     def chain(self, name: str) -> list[str]:
-        """The bone and its carriers up to the root (a cycle ends the chain)."""
-        if name not in self._chains:
-            chain, seen = [], set()
-            while name is not None and name not in seen:
-                chain.append(name)
-                seen.add(name)
-                name = self.parent(name)
-            self._chains[chain[0]] = chain
-            return chain
-        return self._chains[name]
+        """The bone and its carriers up to the root (a cycle ends the chain). The walk stops
+        at a bone whose chain is known, and every bone it passed learns its own, so a whole
+        tree costs one walk per bone, not one per bone and level."""
+        if name in self._chains:
+            return self._chains[name]
+        walk, seen = [], set()
+        while name is not None and name not in seen and name not in self._chains:
+            walk.append(name)
+            seen.add(name)
+            name = self.parent(name)
+        if name is not None and name in seen:  # a cycle: only the first bone's chain is certain
+            self._chains[walk[0]] = walk
+            return walk
+        chain = walk + (self._chains[name] if name is not None else [])
+        for i, bone in enumerate(walk):
+            self._chains[bone] = chain[i:]
+        return chain
 
     def offset(self, name: str) -> np.ndarray:
         """The bone's rest transform in its carrier's rest frame (4, 4): Blender's
@@ -135,6 +143,7 @@ class Carriers:
 class RigModel:
     """The hinge tree of the bones that take part in one solve, and the way back."""
 
+    @single_threaded  # a small LAPACK solve per bone: threaded BLAS would only wait on busy cores
     def __init__(self, obj, bone_names, movable_names=None, translating=(), keep_free=(), fixed_roots=False,
                  keep_turn=()):
         """``bone_names``: pinned and dragged bones; every bone between them and their root
@@ -274,7 +283,8 @@ class RigModel:
         # For the bulk write-back: each bone's row in ``pose.bones``, its joints (the hinges in
         # AXES order, then the slides, or a joint one past the last, which reads as 0) and
         # the axes of its hinges' Euler order.
-        self._rows = np.array([pose_bones.find(name) for name in self.bones], dtype=np.intp)
+        row = {pb.name: i for i, pb in enumerate(pose_bones)}  # ``find`` is a linear search
+        self._rows = np.array([row[name] for name in self.bones], dtype=np.intp)
         none = [self.skeleton.size] * 3
         self._joints = np.array([[*(b.hinges[a] for a in AXES), *((b.slides[a] for a in AXES) if b.slides else none)]
                                  for b in self.bones.values()], dtype=np.intp).reshape(-1, 6)
