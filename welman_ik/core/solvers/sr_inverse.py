@@ -301,7 +301,10 @@ def _solve(problem: Problem, q0, deadline: float, swapped: bool = False) -> Solv
         e_all = e_all / size
         j_all = (j_all if cols.size == sk.size else j_all[:, cols]) * (col_scale[cols] / size)
         tasks = [(e_all[rows], j_all[rows]) for rows in group_rows]
-        if preferred:  # the lowest level: x = dq / scale toward the reference
+        # The lowest level, x = dq / scale toward the reference: only when every goal is met
+        # (it is taken in no other iteration, so it would only sway the limit passes).
+        with_reference = preferred and goals_met
+        if with_reference:
             tasks.append((reference_x, ref_weight[cols]))  # diagonal: W x = e
 
         scale = col_scale[cols]
@@ -359,15 +362,14 @@ def _solve(problem: Problem, q0, deadline: float, swapped: bool = False) -> Solv
                 break
             fixed_x[over] = clamp_step(sk, q, dq)[cols][over] / scale[over]
             free &= ~over
-        if preferred:
+        if with_reference:
             parts[-1] = pull * parts[-1]
             # Goals met, the reference is done when its step is small or it no longer
             # gets closer (what is left of it conflicts with the goals or the limits).
-            if goals_met and (np.abs(parts[-1] * scale).max(initial=0.0) < REFERENCE_SETTLED
-                              or distance > (1.0 - REFERENCE_PROGRESS) * closest):
+            if (np.abs(parts[-1] * scale).max(initial=0.0) < REFERENCE_SETTLED
+                    or distance > (1.0 - REFERENCE_PROGRESS) * closest):
                 break
-            if goals_met:
-                closest = min(closest, distance)
+            closest = min(closest, distance)
         iterations += 1
         if iterations > polish_from and len(parts) > 1:
             parts = parts[:1] + [np.zeros_like(p) for p in parts[1:]]
@@ -405,7 +407,7 @@ def _solve(problem: Problem, q0, deadline: float, swapped: bool = False) -> Solv
                 if beta == 1.0:
                     damping[level] = min(damping[level] * DAMPING_FACTOR, MAX_DAMPING)
                 beta *= 0.5
-        if preferred and goals_met and parts[-1].any() and time.perf_counter() < reference_deadline:
+        if with_reference and parts[-1].any() and time.perf_counter() < reference_deadline:
             # The reference is served as long as no goal level drifts more than a small share
             # of the tree's size (second order: the goal levels take it back next iteration,
             # and a solve ends only with the goals met).
