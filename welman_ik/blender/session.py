@@ -56,7 +56,7 @@ class DragSession:
 
     def effector(self) -> np.ndarray:
         """World position of the dragged point, from the session's current solution."""
-        kin = self.solver.model.skeleton.forward(self.solver.q)
+        kin = self.solver.kinematics()
         # The model's point less the correction the evaluated pose asked for.
         return self.solver.drag_goal.point(kin) - self.solver.goals.offsets[-1]
 

@@ -197,6 +197,14 @@ class DragSolver:
         self.q = self.model.q0.copy()
         self.reference = preferred_pose(settings.reference, self.model.q0)
         self.correctable = False  # whether the last evaluated pose differed from the model's
+        self._kinematics = None
+
+    def kinematics(self):
+        """The model at the current solution (one forward pass per solution: ``apply`` and the
+        next mouse event's effector share it)."""
+        if self._kinematics is None or self._kinematics.q is not self.q:
+            self._kinematics = self.model.skeleton.forward(self.q)
+        return self._kinematics
 
     @property
     def target(self) -> np.ndarray:
@@ -264,7 +272,7 @@ class DragSolver:
         self.model.write(self.q)
         evaluated = self.goals.measure(self.obj)
         goals = self.pin_goals + [self.drag_goal]
-        model_points = self.model.skeleton.forward(self.q).points(np.concatenate([g.joint for g in goals]),
+        model_points = self.kinematics().points(np.concatenate([g.joint for g in goals]),
                                                                   np.concatenate([g.local for g in goals]))
         points = len(self.pin_goals)
         model_errors = np.concatenate([figures.result.errors[:points], figures.result.errors[-1:]])
