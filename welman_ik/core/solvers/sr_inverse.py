@@ -78,6 +78,7 @@ REFERENCE_DRIFT = 1e-3  # of the tree's size: how far a step toward the referenc
 STALL_SPAN = 8  # iterations over which a solve that gains nothing is stalled
 STALL_GAIN = 1e-3  # relative gain per STALL_SPAN iterations below which a solve is stalled (a crawl that slow
 # could not get much closer within any budget)
+NEAR_MET = 100.0  # goals within this many tolerances take the reference's step with their correction
 REFERENCE_INERTIA = 2.0  # the reference level weighs each joint by the bone length it carries to this power
 
 
@@ -271,6 +272,7 @@ def _solve(problem: Problem, q0, deadline: float, swapped: bool = False) -> Solv
     end = problem.max_iterations
     progress: list[list[float]] = []  # each level's distance at the start of each iteration
     keeper = FirstLevelKeeper(problem)
+    folded = False  # the reference has come along with a correction of the goals
     for _ in range(problem.max_iterations):
         errors = batch.errors(kin)
         history.append(float(errors.max(initial=0.0)))
@@ -303,7 +305,12 @@ def _solve(problem: Problem, q0, deadline: float, swapped: bool = False) -> Solv
         tasks = [(e_all[rows], j_all[rows]) for rows in group_rows]
         # The lowest level, x = dq / scale toward the reference: only when every goal is met
         # (it is taken in no other iteration, so it would only sway the limit passes).
-        with_reference = preferred and goals_met
+        # Goals nearly met (the correction after a drag step): the reference comes along in
+        # the same iteration, in the null space of the goals' Jacobians there; once per solve,
+        # so that later corrections are the goals' alone and cannot trade places with it.
+        folding = preferred and not goals_met and not folded and bool(np.all(errors <= NEAR_MET * tol))
+        folded = folded or folding
+        with_reference = (preferred and goals_met) or folding
         if with_reference:
             tasks.append((reference_x, ref_weight[cols]))  # diagonal: W x = e
 
@@ -366,8 +373,8 @@ def _solve(problem: Problem, q0, deadline: float, swapped: bool = False) -> Solv
             parts[-1] = pull * parts[-1]
             # Goals met, the reference is done when its step is small or it no longer
             # gets closer (what is left of it conflicts with the goals or the limits).
-            if (np.abs(parts[-1] * scale).max(initial=0.0) < REFERENCE_SETTLED
-                    or distance > (1.0 - REFERENCE_PROGRESS) * closest):
+            if goals_met and (np.abs(parts[-1] * scale).max(initial=0.0) < REFERENCE_SETTLED
+                              or distance > (1.0 - REFERENCE_PROGRESS) * closest):
                 break
             closest = min(closest, distance)
         iterations += 1
