@@ -29,9 +29,10 @@ level asks every movable joint back toward its preferred value, in the columns' 
 units (so stiff joints, whose columns are small, keep to it hardest), each weighted by
 the bone length it carries (``reference_weights``: the trunk keeps to it hardest). It
 works only in what freedom the goals leave, takes ``reference_weight`` (at most 1) of
-its step per iteration, only in iterations that start with every goal met, and only while
-no goal level drifts by more
-than ``REFERENCE_DRIFT`` of the tree's size (the goal levels take that back in the next
+its step per iteration, only in iterations that start with every goal met (and once per
+solve in an iteration that starts with every goal within ``NEAR_MET`` tolerances, along with
+the goals' correction, which saves a drag step an iteration), and only while no goal level
+drifts by more than ``REFERENCE_DRIFT`` of the tree's size (the goal levels take that back in the next
 iteration); with a reference the solve goes on, goals met, until its step is below
 ``REFERENCE_SETTLED`` or it gains less than ``REFERENCE_PROGRESS`` per iteration. A solve
 stopped (time, iterations) between a step toward the reference and the goals' correction
