@@ -95,13 +95,17 @@ def demo_scene():
 
 def drag_path(start: np.ndarray, steps: int) -> np.ndarray:
     """Targets (steps, 3), 1 cm apart: toward ``CHEST_POINT``, then an arc around it."""
-    to_point = CHEST_POINT - start
-    distance = float(np.linalg.norm(to_point))
-    direction = to_point / distance
-    line = min(steps, LINE_STEPS, int(distance / STEP) - 5)
+    distance = float(np.linalg.norm(CHEST_POINT - start))
+    return line_then_arc(start, CHEST_POINT, min(steps, LINE_STEPS, int(distance / STEP) - 5), steps)
+
+
+def line_then_arc(start: np.ndarray, centre: np.ndarray, line: int, steps: int) -> np.ndarray:
+    """Targets (steps, 3), ``STEP`` apart: ``line`` of them straight from ``start`` toward
+    ``centre``, the rest along an arc around ``centre`` in the plane of the radius and world
+    up, sweeping upward."""
+    direction = (centre - start) / float(np.linalg.norm(centre - start))
     targets = [start + STEP * (i + 1) * direction for i in range(line)]
-    # The arc: in the plane of the radius and world up, sweeping the hand upward.
-    radial = targets[-1] - CHEST_POINT if targets else start - CHEST_POINT
+    radial = (targets[-1] if targets else start) - centre
     radius = float(np.linalg.norm(radial))
     u = radial / radius
     up = np.array([0.0, 0.0, 1.0])
@@ -109,7 +113,7 @@ def drag_path(start: np.ndarray, steps: int) -> np.ndarray:
     v /= np.linalg.norm(v)
     for k in range(1, steps - line + 1):
         angle = k * STEP / radius
-        targets.append(CHEST_POINT + radius * (np.cos(angle) * u + np.sin(angle) * v))
+        targets.append(centre + radius * (np.cos(angle) * u + np.sin(angle) * v))
     return np.array(targets)
 
 

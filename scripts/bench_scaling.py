@@ -72,7 +72,7 @@ for _path in (ROOT, ROOT / "scripts"):
         sys.path.insert(0, str(_path))
 
 import scenes
-from bench_drag import BLENDER_ITERATIONS, OUR_SOLVERS, STEP, Run, restore, snapshot, world_tail
+from bench_drag import BLENDER_ITERATIONS, OUR_SOLVERS, STEP, Run, line_then_arc, restore, snapshot, world_tail
 
 from welman_ik.blender.solve import DragSolver
 
@@ -188,19 +188,7 @@ def drag_path(tree: Tree, steps: int) -> np.ndarray:
     base = world_tail(obj, tree.starts[-1], 0.0)
     centre = start + CENTRE_FRACTION * (base - start)
     distance = float(np.linalg.norm(centre - start))
-    direction = (centre - start) / distance
-    line = max(0, min(steps // 2, int(distance / STEP) - 2))
-    targets = [start + STEP * (i + 1) * direction for i in range(line)]
-    radial = (targets[-1] if targets else start) - centre
-    radius = float(np.linalg.norm(radial))
-    u = radial / radius
-    up = np.array([0.0, 0.0, 1.0])
-    v = up - (up @ u) * u
-    v /= np.linalg.norm(v)
-    for k in range(1, steps - line + 1):
-        angle = k * STEP / radius
-        targets.append(centre + radius * (np.cos(angle) * u + np.sin(angle) * v))
-    return np.array(targets)
+    return line_then_arc(start, centre, max(0, min(steps // 2, int(distance / STEP) - 2)), steps)
 
 
 def pin_list(obj, dragged: str) -> list[tuple[str, float, np.ndarray]]:

@@ -17,25 +17,8 @@ from types import SimpleNamespace
 import numpy as np
 from mathutils import Euler, Quaternion
 
-from .channels import AXES, EULER_ORDERS, BoneChannels, rotation_channels
+from .channels import AXES, EULER_ORDERS, BoneChannels, euler_quaternions, order_axes, rotation_channels
 from .keyframes import rotation_path
-
-
-def _euler_quaternions(angles: np.ndarray, order: str) -> np.ndarray:
-    """(k, 4) (w, x, y, z) of Euler ``angles`` (k, 3) in Blender's ``order``, in double
-    precision: ``channels.euler_quaternion`` of each row."""
-    k = len(angles)
-    w, x, y, z = np.ones(k), np.zeros(k), np.zeros(k), np.zeros(k)
-    for letter in order:  # 'XYZ' applies X first: q = qz * qy * qx
-        i = AXES.index(letter)
-        c, s = np.cos(0.5 * angles[:, i]), np.sin(0.5 * angles[:, i])
-        if i == 0:
-            w, x, y, z = c * w - s * x, c * x + s * w, c * y - s * z, c * z + s * y
-        elif i == 1:
-            w, x, y, z = c * w - s * y, c * x + s * z, c * y + s * w, c * z - s * x
-        else:
-            w, x, y, z = c * w - s * z, c * x - s * y, c * y + s * x, c * z + s * w
-    return np.stack([w, x, y, z], axis=1)
 
 
 def _animated(mode: str, original: BoneChannels) -> SimpleNamespace:
@@ -83,7 +66,7 @@ class Solutions:
             angles = q[:, hinges]
             kept = np.all(angles == q0[:, hinges], axis=1)
             if mode == "QUATERNION":
-                turned = _euler_quaternions(angles, order)
+                turned = euler_quaternions(angles, order_axes([order] * len(angles)))
                 animated = np.array([o.values[1] for o in originals], dtype=float)
                 turned[np.einsum("ij,ij->i", turned, animated) < 0.0] *= -1.0
                 rotations = turned.tolist()

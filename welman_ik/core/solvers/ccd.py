@@ -475,10 +475,18 @@ def solve(problem: Problem, q0) -> SolveResult:
         kin = sk.forward(q)
     if nudged and pairs.cost(kin, weights) > pairs.cost(sk.forward(unnudged), weights):
         q, kin = unnudged, None  # the nudge led nowhere better: no solve ends worse than its stall
-    q, kin = pull.finish(q, sk.forward(q) if kin is None else kin)
+    return conclude(problem, pull, keeper, pairs, q, sk.forward(q) if kin is None else kin, sweeps, history)
+
+
+def conclude(problem: Problem, pull, keeper, pairs: Pairs, q: np.ndarray, kin, iterations: int,
+             history: list[float]) -> SolveResult:
+    """The result of a solve without a null space (CCD, the Jacobian transpose): the last
+    configuration that met the goals if the preferred pose's pull left them, else the
+    closest one that met the first level if that was lost (``FirstLevelKeeper``)."""
+    q, kin = pull.finish(q, kin)
     errors = pairs.errors(kin)
     chosen = keeper.choose(q, kin, errors)
     if chosen[1] is not kin:
         q, kin = chosen
         errors = pairs.errors(kin)
-    return finish(problem, q, sweeps, history, kin, errors)
+    return finish(problem, q, iterations, history, kin, errors)

@@ -33,8 +33,8 @@ import time
 
 import numpy as np
 
-from ..problem import FirstLevelKeeper, GoalBatch, Problem, SolveResult, check_start, finish, level_weights
-from .ccd import Pairs
+from ..problem import FirstLevelKeeper, GoalBatch, Problem, SolveResult, check_start, level_weights
+from .ccd import Pairs, conclude
 from .preference import ReferencePull
 
 MAX_STEP = 0.5  # largest revolute step per iteration [rad]
@@ -211,10 +211,4 @@ def solve(problem: Problem, q0) -> SolveResult:
                 (q, kin), moved = taken, True
         if not moved:
             break
-    q, kin = pull.finish(q, kin)
-    errors = pairs.errors(kin)
-    chosen = keeper.choose(q, kin, errors)
-    if chosen[1] is not kin:
-        q, kin = chosen
-        errors = pairs.errors(kin)
-    return finish(problem, q, iterations, history, kin, errors)
+    return conclude(problem, pull, keeper, pairs, q, kin, iterations, history)
