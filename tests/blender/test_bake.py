@@ -567,18 +567,3 @@ def test_every_frame_becomes_the_channels_the_model_gives(fig_6_5, mode):
             assert (got[2] is None) == (location is None)
             if location is not None:
                 np.testing.assert_allclose(got[2], location, atol=1e-9)
-
-
-def test_pose_points_are_the_evaluated_anchor_points(fig_6_5):
-    """The bake's measure reads every bone's head and tail at once: the same world points
-    ``evaluated.anchor_points`` gives, under an object transform too."""
-    from welman_ik.blender.bake import PosePoints
-    from welman_ik.blender.evaluated import anchor_points
-
-    fig_6_5.location = (0.3, -1.0, 0.2)
-    fig_6_5.rotation_euler = (0.1, 0.2, 0.7)
-    fig_6_5.scale = (1.5, 1.5, 1.5)
-    bpy.context.scene.frame_set(11)
-    bones, anchors = [*FEET, "spine", "hand.L"], np.array([1.0, 1.0, 0.5, 0.0, 0.0, 0.25])
-    np.testing.assert_allclose(PosePoints(fig_6_5)(bones, anchors), anchor_points(fig_6_5, bones, anchors),
-                               atol=1e-12)

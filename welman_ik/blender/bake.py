@@ -24,7 +24,7 @@ from . import goals as shaped_goals
 from . import keyframes
 from .bake_channels import Solutions
 from .channels import PoseSnapshot
-from .evaluated import GoalSet, Measured, measure
+from .evaluated import GoalSet, Measured, anchor_points, measure
 from .evaluated import slack as evaluated_slack
 from .goals import (
     SHAPED_KINDS,
@@ -188,27 +188,6 @@ class Sampler:
             pose_bones.foreach_get(prop, buffer)
             buffer[places] = [curve.evaluate(frame) for curve in curves]
             pose_bones.foreach_set(prop, buffer)
-
-
-class PosePoints:
-    """``evaluated.anchor_points`` with every bone's head and tail read at once: world
-    positions of points along pose bones as Blender last evaluated them."""
-
-    def __init__(self, obj):
-        self.obj = obj
-        self.place = {name: i for i, name in enumerate(obj.pose.bones.keys())}
-        self.heads, self.tails = np.empty(3 * len(self.place)), np.empty(3 * len(self.place))
-
-    def __call__(self, bones, anchors) -> np.ndarray:
-        """(k, 3) the points ``anchors`` (0 head, 1 tail) along pose bones ``bones``."""
-        pose_bones = self.obj.pose.bones
-        pose_bones.foreach_get("head", self.heads)
-        pose_bones.foreach_get("tail", self.tails)
-        rows = [self.place[name] for name in bones]
-        heads, tails = self.heads.reshape(-1, 3)[rows], self.tails.reshape(-1, 3)[rows]
-        local = heads + np.asarray(anchors, dtype=float).reshape(-1, 1) * (tails - heads)
-        world = np.array(self.obj.matrix_world, dtype=float)
-        return local @ world[:3, :3].T + world[:3, 3]
 
 
 def frame_ranges(frames, limit: int = 8) -> str:
@@ -719,13 +698,12 @@ class Baker:
         action (constraints and drivers included): one evaluation per frame, the points read
         there, the distances of the frames with the same goals worked out together."""
         scene, tolerance = self.context.scene, self.settings.tolerance
-        points = PosePoints(self.obj)
         frames = sorted(self.goal_log)
         evaluated, shaped = {}, {}
         for frame in frames:
             bones, anchors = self.goal_log[frame][:2]
             scene.frame_set(frame)  # the action as written
-            evaluated[frame] = points(bones, anchors)
+            evaluated[frame] = anchor_points(self.obj, bones, anchors)
             entries = self.shaped_log.get(frame, ([], None))[0]
             if entries:
                 shaped[frame] = self._shaped_measure(frame, entries, tolerance)
