@@ -1,0 +1,60 @@
+"""``python -m welman_ik.cleanup INPUT... --out DIR [--workers N] [--scheduler ADDRESS]
+[--feet NAME,NAME]``: exit status 0 when every clip was cleaned, 2 otherwise."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from .launch import ENVIRONMENT, NoBlender
+from .runner import run
+
+FAILED = 2
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m welman_ik.cleanup",
+        description="Clean up mocap clips: find the feet, detect their contacts, bake them so the planted "
+                    "feet stop sliding, and export each clip in its own format under its own name.",
+        epilog="Writes DIR/report.json (one entry per clip). Exit status 0 when every clip was cleaned, "
+               "2 when some failed.")
+    p.add_argument("inputs", nargs="+", metavar="INPUT", help="BVH or FBX files, or folders of them")
+    p.add_argument("--out", required=True, metavar="DIR", help="the folder for the cleaned clips and report.json")
+    p.add_argument("--workers", type=int, metavar="N", help="local processes at once (default: one per CPU core)")
+    p.add_argument("--scheduler", metavar="ADDRESS",
+                   help="a running Dask distributed scheduler (tcp://host:8786): one task per clip on its workers")
+    p.add_argument("--feet", metavar="NAME,NAME",
+                   help="the left and right foot bones (default: found by Rigify, Mixamo or BVH naming)")
+    p.add_argument("--scale", type=float, metavar="M",
+                   help="metres per BVH unit (default: the unit that makes the skeleton a person's size)")
+    p.add_argument("--blender", metavar="PATH",
+                   help=f"a Blender executable to run each clip with (default: this Python's bpy; also {ENVIRONMENT})")
+    p.add_argument("--timeout", type=float, metavar="S", help="seconds one clip may take before it is stopped")
+    p.add_argument("--quiet", action="store_true", help="no progress bar and no summary")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = parser()
+    args = p.parse_args(argv)
+    feet = [n.strip() for n in args.feet.split(",")] if args.feet else None
+    if feet is not None and (len(feet) != 2 or not all(feet)):
+        p.error("--feet takes two bone names, LEFT,RIGHT")
+    if args.workers is not None and args.workers < 1:
+        p.error("--workers must be at least 1")
+    for name, value in (("--scale", args.scale), ("--timeout", args.timeout)):
+        if value is not None and not (value > 0.0 and value < float("inf")):
+            p.error(f"{name} must be a positive number")
+    try:
+        entries = run(args.inputs, args.out, workers=args.workers, scheduler=args.scheduler, feet=feet,
+                      scale=args.scale, blender=args.blender, timeout=args.timeout, progress=not args.quiet)
+    except (NoBlender, RuntimeError, OSError) as error:
+        print(f"welman_ik.cleanup: {error}", file=sys.stderr)
+        return FAILED
+    return 0 if entries and all(e["status"] == "ok" for e in entries) else FAILED
+
+
+if __name__ == "__main__":
+    sys.exit(main())

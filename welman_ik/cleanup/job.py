@@ -1,0 +1,344 @@
+"""One clip cleaned inside a process that has ``bpy``: import, find the feet, detect their
+contacts, bake, measure on the evaluated pose, export.
+
+Run as ``python -m welman_ik.cleanup.job SOURCE OUTPUT --entry ENTRY.json`` (or through a
+Blender executable, see ``launch.py``): one process per clip, so a clip that crashes
+Blender takes nothing else with it. The entry (``report.json``'s line for the clip) is
+written to ENTRY.json whether the clip succeeds or not.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import math
+import os
+import re
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import bpy
+import numpy as np
+
+from ..core import anatomy
+from .report import entry
+
+FORMATS = (".bvh", ".fbx")
+FEET = ("foot.L", "foot.R")  # the roles whose bones are the feet
+MM = 1000.0
+# BVH files carry no unit: the one that makes the skeleton closest to a person's size wins.
+BVH_UNITS = {"metres": 1.0, "centimetres": 0.01, "inches": 0.0254, "millimetres": 0.001}
+PERSON = 1.7  # [m] the size the unit guess aims at (the rest skeleton's largest extent)
+
+
+class ClipError(Exception):
+    """A clip that cannot be cleaned, with the message its report entry shows."""
+
+
+# -- the scene -------------------------------------------------------------------------
+
+
+def fresh_scene() -> None:
+    """An empty file with the importers and Welman IK ready."""
+    import addon_utils
+
+    import welman_ik
+
+    bpy.ops.wm.read_homefile(use_empty=True)
+    for module in ("io_anim_bvh", "io_scene_fbx"):
+        addon_utils.enable(module, default_set=True)
+    if not hasattr(bpy.types.Object, "welman_ik"):
+        welman_ik.register()
+
+
+@contextlib.contextmanager
+def quiet():
+    """The importers' and operators' prints kept off the process's output."""
+    sys.stdout.flush()
+    saved = os.dup(1)
+    with open(os.devnull, "w") as devnull:
+        os.dup2(devnull.fileno(), 1)
+        try:
+            yield
+        finally:
+            sys.stdout.flush()
+            os.dup2(saved, 1)
+            os.close(saved)
+
+
+def _call(operator, what: str, **kwargs) -> None:
+    """Run an import or export operator; a failure becomes a ClipError naming ``what``."""
+    try:
+        with quiet():
+            result = operator(**kwargs)
+    except RuntimeError as error:  # the operator raised or reported an error
+        raise ClipError(f"{what}: {reason(str(error))}") from None
+    if result != {"FINISHED"}:
+        raise ClipError(f"{what}: the operator returned {', '.join(sorted(result))}")
+
+
+def reason(text: str) -> str:
+    """The line of an operator's error that says what went wrong (the exception's, not the
+    traceback's or the location's)."""
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    raised = [line for line in lines if re.match(r"^[A-Za-z_.]*(Error|Exception)\b:", line)]
+    if raised:
+        return raised[-1]
+    lines = [line for line in lines if not line.startswith(("Location:", "File ", "Traceback"))]
+    return lines[0].removeprefix("Error: ") if lines else "unknown error"
+
+
+def check_bvh(path: Path) -> None:
+    """A clear ClipError for a file that is not a whole BVH clip (before the importer, whose
+    errors are tracebacks): the HIERARCHY and MOTION sections, and every frame it announces
+    with one value per channel."""
+    try:
+        text = path.read_text(errors="replace")
+    except OSError as error:
+        raise ClipError(f"could not read the file: {error.strerror or error}") from None
+    if not text.lstrip().upper().startswith("HIERARCHY"):
+        raise ClipError("not a BVH file: it does not start with HIERARCHY")
+    head, separator, motion = text.partition("MOTION")
+    if not separator:
+        raise ClipError("truncated BVH: no MOTION section after the skeleton")
+    channels = sum(int(n) for n in re.findall(r"CHANNELS\s+(\d+)", head))
+    announced = re.search(r"Frames:\s*(\d+)", motion)
+    timing = re.search(r"Frame Time:\s*(\S+)\s*\n", motion)
+    if announced is None or timing is None:
+        raise ClipError("truncated BVH: the MOTION section has no 'Frames:' or 'Frame Time:' line")
+    rows = [line.split() for line in motion[timing.end():].splitlines() if line.strip()]
+    whole = 0
+    for row in rows:
+        if len(row) != channels:
+            break
+        whole += 1
+    frames = int(announced.group(1))
+    if whole < frames:
+        raise ClipError(f"truncated BVH: it announces {frames} frames of {channels} values, and only "
+                        f"{whole} are whole")
+
+
+def _armatures() -> list:
+    return [o for o in bpy.context.scene.objects if o.type == "ARMATURE"]
+
+
+def import_bvh(path: Path, scale: float | None) -> tuple[object, float]:
+    """The BVH clip's armature and the scale (metres per file unit) it was imported with:
+    ``scale``, or the unit of ``BVH_UNITS`` that makes the skeleton a person's size."""
+    check_bvh(path)
+    if scale is None:
+        _call(bpy.ops.import_anim.bvh, f"could not read {path.name} as BVH", filepath=str(path), global_scale=1.0)
+        found = _armatures()
+        if not found:
+            raise ClipError(f"could not read {path.name} as BVH: no skeleton in it")
+        points = np.array([(*b.head_local, *b.tail_local) for b in found[0].data.bones]).reshape(-1, 3)
+        size = float(np.ptp(points, axis=0).max()) if len(points) else 0.0
+        if not math.isfinite(size) or size <= 0.0:
+            raise ClipError(f"{path.name}: the skeleton has no size; give its unit with --scale")
+        scale = min(BVH_UNITS.values(), key=lambda s: abs(math.log(s * size / PERSON)))
+        fresh_scene()
+    _call(bpy.ops.import_anim.bvh, f"could not read {path.name} as BVH", filepath=str(path), global_scale=scale,
+          update_scene_fps=True, update_scene_duration=True)
+    found = _armatures()
+    if not found:
+        raise ClipError(f"could not read {path.name} as BVH: no skeleton in it")
+    return found[0], scale
+
+
+def import_fbx(path: Path) -> tuple[object, float]:
+    """The FBX clip's animated armature (the one with most bones), at the file's own units."""
+    _call(bpy.ops.import_scene.fbx, f"could not read {path.name} as FBX", filepath=str(path))
+    found = _armatures()
+    if not found:
+        raise ClipError(f"{path.name} has no armature: nothing to clean")
+    animated = [o for o in found if o.animation_data and o.animation_data.action] or found
+    return max(animated, key=lambda o: len(o.data.bones)), 1.0
+
+
+def find_feet(obj, names: Sequence[str] | None = None) -> tuple[str, list[str]]:
+    """The naming found and the two foot bones: ``names`` (checked) or the bones whose role
+    ``anatomy.recognise`` says is a foot."""
+    bones = [b.name for b in obj.data.bones]
+    if names:
+        missing = [n for n in names if n not in obj.data.bones]
+        if missing:
+            raise ClipError(f"no bone named {', '.join(map(repr, missing))} (--feet); the clip's bones include "
+                            f"{', '.join(bones[:12])}{', ...' if len(bones) > 12 else ''}")
+        return "", list(names)
+    parents = {b.name: (b.parent.name if b.parent else None) for b in obj.data.bones}
+    naming, roles = anatomy.recognise(bones, parents)
+    feet = [name for name in bones if roles.get(name) in FEET]
+    if len(feet) != 2:
+        found = f"found {', '.join(feet)}" if feet else "its bone names follow no naming the add-on recognises"
+        raise ClipError(f"no pair of feet ({found}; Rigify, Mixamo and the usual BVH names are recognised): "
+                        "name the two foot bones with --feet LEFT,RIGHT")
+    return naming, feet
+
+
+def select_only(obj, names) -> None:
+    from ..blender.selection import set_selected
+
+    names = set(names)
+    for pb in obj.pose.bones:
+        set_selected(pb, pb.name in names)
+
+
+# -- measuring -------------------------------------------------------------------------
+
+
+def sample(obj, points: Sequence[tuple[str, float]], frames: range) -> np.ndarray:
+    """World positions (frames, k, 3) of ``points`` (bone, anchor: 0 head, 1 tail) on the
+    evaluated pose of every frame; the scene is left on its first frame."""
+    scene = bpy.context.scene
+    index = {name: i for i, name in enumerate(obj.pose.bones.keys())}
+    rows = np.array([index[bone] for bone, _ in points], dtype=int)
+    anchors = np.array([anchor for _, anchor in points], dtype=float)[:, None]
+    count = len(index)
+    heads, tails = np.empty(count * 3, dtype=np.float32), np.empty(count * 3, dtype=np.float32)
+    out = np.empty((len(frames), len(points), 3))
+    for i, frame in enumerate(frames):
+        scene.frame_set(frame)
+        evaluated = obj.evaluated_get(bpy.context.evaluated_depsgraph_get())
+        evaluated.pose.bones.foreach_get("head", heads)
+        evaluated.pose.bones.foreach_get("tail", tails)
+        head, tail = heads.reshape(-1, 3)[rows], tails.reshape(-1, 3)[rows]
+        world = np.array(evaluated.matrix_world, dtype=float)
+        out[i] = (head + anchors * (tail - head)) @ world[:3, :3].T + world[:3, 3]
+    scene.frame_set(frames[0])
+    return out
+
+
+def extent(path: np.ndarray) -> float:
+    """The largest distance [m] between any two of the positions ``path`` (n, 3): how far a
+    planted point drifts over its plant."""
+    return float(np.linalg.norm(path[:, None, :] - path[None, :, :], axis=-1).max()) if len(path) else 0.0
+
+
+def plants(obj) -> list[tuple[str, float, int, int]]:
+    """(bone, anchor, first frame, last frame) of each pin ``detect_contacts`` made."""
+    return [(p.bone, float(p.anchor), p.frame_start, p.frame_end) for p in obj.welman_ik.pins]
+
+
+def slides(obj, found: list[tuple[str, float, int, int]], frames: range) -> list[float]:
+    """Each plant's drift [m] over its frames on the evaluated pose of the assigned action."""
+    points = list(dict.fromkeys((bone, anchor) for bone, anchor, *_ in found))
+    paths = sample(obj, points, frames)
+    column = {point: k for k, point in enumerate(points)}
+    return [extent(paths[first - frames[0]:last - frames[0] + 1, column[bone, anchor]])
+            for bone, anchor, first, last in found]
+
+
+# -- exporting -------------------------------------------------------------------------
+
+
+def export(obj, output: Path, scale: float, frames: range) -> None:
+    """The armature and its assigned action to ``output``, in the format its suffix names,
+    in the source's units."""
+    if obj.mode != "OBJECT":
+        bpy.ops.object.mode_set(mode="OBJECT")
+    for other in bpy.context.scene.objects:
+        other.select_set(other is obj)
+    bpy.context.view_layer.objects.active = obj
+    if output.suffix.lower() == ".bvh":
+        _call(bpy.ops.export_anim.bvh, "could not write the BVH", filepath=str(output), check_existing=False,
+              global_scale=1.0 / scale, frame_start=frames[0], frame_end=frames[-1], rotate_mode="NATIVE")
+    else:
+        _call(bpy.ops.export_scene.fbx, "could not write the FBX", filepath=str(output), check_existing=False,
+              use_selection=True, object_types={"ARMATURE"}, add_leaf_bones=False, bake_anim=True,
+              bake_anim_use_all_actions=False, bake_anim_use_nla_strips=False,
+              bake_anim_force_startend_keying=True)
+    if not output.is_file():
+        raise ClipError(f"the exporter wrote no {output.suffix} file")
+
+
+# -- one clip --------------------------------------------------------------------------
+
+
+def clean(source: Path, output: Path, feet: Sequence[str] | None = None, scale: float | None = None) -> dict:
+    """Clean ``source`` into ``output`` (a BVH or FBX file); returns its report entry. A clip
+    that cannot be cleaned gets its reason as ``status`` and no output file."""
+    started = time.perf_counter()
+    result = entry(source.name)
+    try:
+        result.update(_clean(source, output, feet, scale))
+    except ClipError as error:
+        result["status"] = str(error)
+    except Exception as error:  # noqa: BLE001 - any failure is this clip's, reported in its entry
+        result["status"] = f"failed: {type(error).__name__}: {error}"
+    if result["status"] != "ok":
+        with contextlib.suppress(OSError):
+            output.unlink()
+    result["seconds"] = round(time.perf_counter() - started, 3)
+    return result
+
+
+def _clean(source: Path, output: Path, feet: Sequence[str] | None, scale: float | None) -> dict:
+    suffix = source.suffix.lower()
+    if suffix not in FORMATS:
+        raise ClipError(f"not a BVH or FBX file ({source.suffix or 'no suffix'})")
+    if not source.is_file():
+        raise ClipError("no such file")
+    fresh_scene()
+    obj, scale = import_bvh(source, scale) if suffix == ".bvh" else import_fbx(source)
+    action = obj.animation_data.action if obj.animation_data else None
+    if action is None:
+        raise ClipError("the armature has no animation: nothing to clean")
+    scene = bpy.context.scene
+    first, last = (round(v) for v in action.frame_range)
+    if last <= first:
+        raise ClipError("the clip has a single frame: nothing to clean")
+    scene.frame_start, scene.frame_end = first, last
+    frames = range(first, last + 1)
+    naming, feet = find_feet(obj, feet)
+    bpy.context.view_layer.objects.active = obj
+    obj.select_set(True)
+    bpy.ops.object.mode_set(mode="POSE")
+    scene.frame_set(first)
+    select_only(obj, feet)
+    with quiet():
+        detected = bpy.ops.welman_ik.detect_contacts()
+    if detected != {"FINISHED"}:
+        raise ClipError("contact detection did not finish")
+    found = plants(obj)
+    out = {"frames": len(frames), "contacts": len(found), "feet": feet, "naming": naming, "scale": scale,
+           "slide_before_mm": 0.0, "slide_after_mm": 0.0, "max_pin_error_mm": 0.0}
+    if found:
+        before = slides(obj, found, frames)
+        select_only(obj, feet)
+        with quiet():
+            baked = bpy.ops.welman_ik.bake(frame_start=first, frame_end=last)
+        last_solve = obj.welman_ik.last_solve
+        if baked != {"FINISHED"}:
+            raise ClipError(f"the bake did not finish{': ' + last_solve.message if last_solve.message else ''}")
+        after = slides(obj, found, frames)
+        out.update(slide_before_mm=round(max(before) * MM, 4), slide_after_mm=round(max(after) * MM, 4),
+                   max_pin_error_mm=round(last_solve.max_pin_error * MM, 4))
+        out["plants"] = [{"bone": bone, "point": "heel" if anchor == 0.0 else "toe" if anchor == 1.0 else anchor,
+                          "frame_start": first, "frame_end": last_frame,
+                          "slide_before_mm": round(b * MM, 4), "slide_after_mm": round(a * MM, 4)}
+                         for (bone, anchor, first, last_frame), b, a in zip(found, before, after)]
+        if last_solve.message:
+            out["message"] = last_solve.message
+    export(obj, output, scale, frames)
+    return out
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m welman_ik.cleanup.job", description=__doc__.splitlines()[0])
+    parser.add_argument("source", type=Path)
+    parser.add_argument("output", type=Path, help="the file to write (BVH or FBX, by its suffix)")
+    parser.add_argument("--entry", type=Path, required=True, help="where to write the report entry (JSON)")
+    parser.add_argument("--feet", help="the two foot bones, LEFT,RIGHT")
+    parser.add_argument("--scale", type=float, help="metres per BVH unit (default: guessed from the skeleton)")
+    args = parser.parse_args(argv)
+    feet = [n.strip() for n in args.feet.split(",")] if args.feet else None
+    result = clean(args.source, args.output, feet, args.scale)
+    args.entry.write_text(json.dumps(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,90 @@
+"""Running one clip's job in its own process, with ``bpy`` or a Blender executable.
+
+``clean_clip`` is what a local worker thread or a Dask worker calls: it takes the clip's
+bytes (a farm machine need not see the submitting machine's files), runs ``job.py`` on
+them in a new process, and returns the report entry and the cleaned file's bytes. Which
+program runs the job (``launcher``): a Blender executable when one is named (``--blender``
+or the ``WELMAN_IK_BLENDER`` environment variable) or when the caller runs inside one;
+otherwise this Python, when it can import ``bpy``; otherwise ``blender`` on the PATH.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from .report import entry
+
+PACKAGE_ROOT = Path(__file__).resolve().parents[2]  # the folder that holds welman_ik/
+ENVIRONMENT = "WELMAN_IK_BLENDER"
+TAIL = 5  # lines of a dead job's error output kept in its entry
+# Inside a Blender executable the job runs as an expression: the package put on the path,
+# the arguments after ``--``.
+BLENDER_EXPRESSION = ("import sys; sys.path.insert(0, {root!r}); from welman_ik.cleanup import job; "
+                      "sys.exit(job.main(sys.argv[sys.argv.index('--') + 1:]))")
+
+
+class NoBlender(RuntimeError):
+    """Neither ``bpy`` nor a Blender executable is available to run the jobs."""
+
+
+def running_blender() -> str:
+    """The Blender executable this process runs in, or '' (the bpy module, whose
+    ``binary_path`` is empty, or a Python without bpy)."""
+    bpy = sys.modules.get("bpy")
+    return str(getattr(getattr(bpy, "app", None), "binary_path", "") or "")
+
+
+def launcher(blender: str | None = None) -> list[str]:
+    """The command that runs ``job.py``'s main, the job's arguments still to be appended."""
+    blender = blender or os.environ.get(ENVIRONMENT) or running_blender()
+    if not blender and importlib.util.find_spec("bpy") is not None:
+        return [sys.executable, "-m", "welman_ik.cleanup.job"]
+    blender = blender or shutil.which("blender")
+    if not blender:
+        raise NoBlender("no bpy module in this Python and no Blender executable: install bpy "
+                        f"(pip install bpy) or name Blender with --blender or {ENVIRONMENT}")
+    return [blender, "--background", "--factory-startup", "--python-expr",
+            BLENDER_EXPRESSION.format(root=str(PACKAGE_ROOT)), "--"]
+
+
+def clean_clip(name: str, data: bytes, feet: list[str] | None = None, scale: float | None = None,
+               blender: str | None = None, timeout: float | None = None) -> tuple[dict, bytes | None]:
+    """Clean the clip ``name`` whose content is ``data`` in a new process; returns its report
+    entry and the cleaned file's bytes (None when it failed). Never raises for the clip's
+    own faults: they are the entry's ``status``."""
+    with tempfile.TemporaryDirectory(prefix="welman_ik_cleanup_") as folder:
+        folder = Path(folder)
+        (folder / "in").mkdir()
+        (folder / "out").mkdir()
+        source, output, report = folder / "in" / name, folder / "out" / name, folder / "entry.json"
+        source.write_bytes(data)
+        command = [*launcher(blender), str(source), str(output), "--entry", str(report)]
+        if feet:
+            command += ["--feet", ",".join(feet)]
+        if scale:
+            command += ["--scale", repr(float(scale))]
+        environment = dict(os.environ)
+        environment["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PACKAGE_ROOT),
+                                                                 environment.get("PYTHONPATH")]))
+        try:
+            done = subprocess.run(command, capture_output=True, text=True, errors="replace", timeout=timeout,
+                                  env=environment, cwd=folder)
+        except subprocess.TimeoutExpired:
+            failed = entry(name)
+            failed["status"] = f"stopped after {timeout:g} s (--timeout)"
+            return failed, None
+        if not report.is_file():
+            failed = entry(name)
+            tail = [line for line in (done.stderr or done.stdout or "").splitlines() if line.strip()][-TAIL:]
+            failed["status"] = (f"the clean-up process ended with exit status {done.returncode} before reporting"
+                                + (f": {' | '.join(tail)}" if tail else ""))
+            return failed, None
+        result = json.loads(report.read_text())
+        return result, (output.read_bytes() if result.get("status") == "ok" and output.is_file() else None)
