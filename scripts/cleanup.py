@@ -12,7 +12,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from welman_ik.cleanup.__main__ import main  # noqa: E402 - the package is on the path only now
+from welman_ik.cleanup.__main__ import main
 
 arguments = sys.argv[sys.argv.index("--") + 1:] if "--" in sys.argv else []
 sys.exit(main(arguments))

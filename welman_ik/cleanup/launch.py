@@ -74,8 +74,8 @@ def clean_clip(name: str, data: bytes, feet: list[str] | None = None, scale: flo
         environment["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PACKAGE_ROOT),
                                                                  environment.get("PYTHONPATH")]))
         try:
-            done = subprocess.run(command, capture_output=True, text=True, errors="replace", timeout=timeout,
-                                  env=environment, cwd=folder)
+            done = subprocess.run(command, check=False, capture_output=True, text=True, errors="replace",
+                                  timeout=timeout, env=environment, cwd=folder)
         except subprocess.TimeoutExpired:
             failed = entry(name)
             failed["status"] = f"stopped after {timeout:g} s (--timeout)"
