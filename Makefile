@@ -47,7 +47,8 @@ e2e:
 VENV5 := .venv-bpy5
 $(VENV5)/.installed: tests/requirements.txt
 	test -x $(VENV5)/bin/python || $(PYTHON) -m venv $(VENV5)
-	$(VENV5)/bin/python -m pip install --quiet "bpy==5.0.1" "numpy<2" "pytest==9.*" "hypothesis==6.*" "threadpoolctl==3.*"
+	$(VENV5)/bin/python -m pip install --quiet "bpy==5.0.1" "numpy<2" "pytest==9.*" "hypothesis==6.*" "threadpoolctl==3.*" \
+		"tqdm==4.*" "dask[distributed]==2025.*"
 	touch $@
 
 test-blender-5: $(VENV5)/.installed

@@ -84,7 +84,7 @@ def reason(text: str) -> str:
     """The line of an operator's error that says what went wrong (the exception's, not the
     traceback's or the location's)."""
     lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
-    raised = [line for line in lines if re.match(r"^[A-Za-z_.]*(Error|Exception)\b:", line)]
+    raised = [line for line in lines if re.match(r"^[A-Za-z_.]+(Error|Exception):", line)]
     if raised:
         return raised[-1]
     lines = [line for line in lines if not line.startswith(("Location:", "File ", "Traceback"))]

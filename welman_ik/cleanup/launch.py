@@ -54,6 +54,16 @@ def launcher(blender: str | None = None) -> list[str]:
             BLENDER_EXPRESSION.format(root=str(PACKAGE_ROOT)), "--"]
 
 
+def worker_name() -> str:
+    """The Dask worker this runs on ('local' outside one)."""
+    try:
+        from distributed import get_worker
+
+        return str(get_worker().name)
+    except (ImportError, ValueError):
+        return "local"
+
+
 def clean_clip(name: str, data: bytes, feet: list[str] | None = None, scale: float | None = None,
                blender: str | None = None, timeout: float | None = None) -> tuple[dict, bytes | None]:
     """Clean the clip ``name`` whose content is ``data`` in a new process; returns its report
@@ -79,12 +89,15 @@ def clean_clip(name: str, data: bytes, feet: list[str] | None = None, scale: flo
         except subprocess.TimeoutExpired:
             failed = entry(name)
             failed["status"] = f"stopped after {timeout:g} s (--timeout)"
+            failed["worker"] = worker_name()
             return failed, None
         if not report.is_file():
             failed = entry(name)
             tail = [line for line in (done.stderr or done.stdout or "").splitlines() if line.strip()][-TAIL:]
             failed["status"] = (f"the clean-up process ended with exit status {done.returncode} before reporting"
                                 + (f": {' | '.join(tail)}" if tail else ""))
+            failed["worker"] = worker_name()
             return failed, None
         result = json.loads(report.read_text())
+        result["worker"] = worker_name()
         return result, (output.read_bytes() if result.get("status") == "ok" and output.is_file() else None)
