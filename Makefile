@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 OUT := out
 RUFF_ARGS := --line-length 120 --target-version py311 --ignore RUF012
 
-.PHONY: all venv demo test test-core test-blender test-blender-5 e2e lint bench bench-scaling bench-cleanup package clean
+.PHONY: all venv demo test test-core test-blender test-blender-5 test-blender-42 e2e lint bench bench-scaling bench-cleanup package clean
 
 all: test
 
@@ -21,8 +21,8 @@ venv: $(VENV)/.installed
 demo: venv
 	$(PY) scripts/demo.py --output $(OUT)
 
-## test: lint, the core tests (no Blender), the Blender tests (bpy 4.5 and 5.0), the real-window test
-test: venv lint test-core test-blender test-blender-5 e2e
+## test: lint, the core tests (no Blender), the Blender tests (bpy 4.5, 4.2 and 5.0), the real-window test
+test: venv lint test-core test-blender test-blender-42 test-blender-5 e2e
 
 test-core: venv
 	$(PY) -m pytest tests/core -q
@@ -53,6 +53,17 @@ $(VENV5)/.installed: tests/requirements.txt
 
 test-blender-5: $(VENV5)/.installed
 	$(VENV5)/bin/python -m pytest tests/blender -q -p no:cacheprovider
+
+## test-blender-42: the Blender tests again on bpy 4.2 LTS, the oldest Blender the manifest claims
+VENV42 := .venv-bpy42
+$(VENV42)/.installed: tests/requirements.txt
+	test -x $(VENV42)/bin/python || $(PYTHON) -m venv $(VENV42)
+	$(VENV42)/bin/python -m pip install --quiet "bpy==4.2.*" "numpy<2" "pytest==9.*" "hypothesis==6.*" \
+		"threadpoolctl==3.*" "tqdm==4.*" "dask[distributed]==2025.*"
+	touch $@
+
+test-blender-42: $(VENV42)/.installed
+	$(VENV42)/bin/python -m pytest tests/blender -q -p no:cacheprovider
 
 lint: venv
 	$(PY) -m ruff check $(RUFF_ARGS) welman_ik tests scripts
