@@ -255,3 +255,32 @@ def test_a_folder_through_a_dask_scheduler_and_two_workers(folder, tmp_path):
 def test_equal_points_have_no_extent():
     assert extent(np.zeros((4, 3))) == 0.0
     assert extent(np.array([[0.0, 0.0, 0.0], [0.0, 0.003, 0.004]])) == pytest.approx(0.005)
+
+
+# -- a Blender executable ----------------------------------------------------------------
+
+
+def test_from_a_blender_executable(folder, tmp_path):
+    """``blender --background --python scripts/cleanup.py -- ...``: no bpy module involved;
+    each clip runs in a background process of the same Blender (Debian's 3.4 under ``make
+    e2e``, which sets WELMAN_IK_REQUIRE_BLENDER so that a missing one fails instead)."""
+    blender = shutil.which("blender", path="/usr/bin:/bin:" + os.environ.get("PATH", ""))
+    if blender is None:
+        if os.environ.get("WELMAN_IK_REQUIRE_BLENDER"):
+            pytest.fail("no Blender executable on PATH")
+        pytest.skip("no Blender executable on PATH (make e2e installs Debian's)")
+    sys.path.insert(0, str(ROOT / "tests" / "e2e"))
+    from run_e2e import blender_env  # Debian's Blender must not see this venv's Python
+
+    out = tmp_path / "cleaned"
+    done = subprocess.run([blender, "--background", "--factory-startup", "--python", str(ROOT / "scripts" / "cleanup.py"),
+                           "--", str(folder / FBX_CLIP), str(folder / NO_ARMATURE), "--out", str(out), "--workers",
+                           "2"], capture_output=True, text=True, timeout=600, env=blender_env(os.environ, tmp_path),
+                          cwd=tmp_path, check=False)
+    assert done.returncode == 2, done.stdout + done.stderr
+    entries = {e["file"]: e for e in json.loads((out / "report.json").read_text())}
+    assert "has no armature" in entries[NO_ARMATURE]["status"]
+    cleaned = entries[FBX_CLIP]
+    assert cleaned["status"] == "ok", cleaned
+    assert cleaned["contacts"] > 0 and cleaned["slide_before_mm"] > 3.0 and cleaned["slide_after_mm"] < HELD_MM
+    assert sorted(p.name for p in out.iterdir()) == [FBX_CLIP, "report.json"]
