@@ -72,7 +72,7 @@ import addon_utils
 import scenes
 
 from welman_ik.blender import keyframes
-from welman_ik.core import anatomy
+from welman_ik.cleanup.job import extent, find_feet, sample, select_only
 
 FIXTURES = ROOT / "tests" / "fixtures"
 SCALES = {  # metres per BVH unit, by file name
@@ -172,22 +172,6 @@ def import_clip(path: Path, scale: float):
     return obj
 
 
-def select_only(obj, names) -> None:
-    """Select exactly the pose bones ``names`` (on PoseBone in Blender 5, on its Bone before)."""
-    names = set(names)
-    on_pose_bone = "select" in bpy.types.PoseBone.bl_rna.properties
-    for pb in obj.pose.bones:
-        (pb if on_pose_bone else pb.bone).select = pb.name in names
-
-
-def find_feet(obj) -> tuple[str, list[str]]:
-    """The naming ``anatomy.recognise`` finds and the bones whose role is a foot."""
-    names = [b.name for b in obj.data.bones]
-    parents = {b.name: (b.parent.name if b.parent else None) for b in obj.data.bones}
-    naming, roles = anatomy.recognise(names, parents)
-    return naming, [name for name in names if roles.get(name) in FEET]
-
-
 def root_bone(obj) -> str:
     return next(b.name for b in obj.data.bones if b.parent is None)
 
@@ -199,34 +183,6 @@ def plants_of(obj, frame_start: int) -> list[Plant]:
 
 
 # -- sampling --------------------------------------------------------------------------
-
-
-def sample(obj, points: list[tuple[str, float]], frames: range) -> np.ndarray:
-    """World positions (frames, k, 3) of ``points`` (bone, anchor: 0 head, 1 tail) on the
-    evaluated pose of every frame; the scene is left on its first frame."""
-    scene = bpy.context.scene
-    index = {name: i for i, name in enumerate(obj.pose.bones.keys())}
-    rows = np.array([index[bone] for bone, _ in points])
-    anchors = np.array([anchor for _, anchor in points])[:, None]
-    count = len(index)
-    heads, tails = np.empty(count * 3, dtype=np.float32), np.empty(count * 3, dtype=np.float32)
-    out = np.empty((len(frames), len(points), 3))
-    for i, frame in enumerate(frames):
-        scene.frame_set(frame)
-        evaluated = obj.evaluated_get(bpy.context.evaluated_depsgraph_get())
-        evaluated.pose.bones.foreach_get("head", heads)
-        evaluated.pose.bones.foreach_get("tail", tails)
-        head, tail = heads.reshape(-1, 3)[rows], tails.reshape(-1, 3)[rows]
-        local = head + anchors * (tail - head)
-        world = np.array(evaluated.matrix_world, dtype=float)
-        out[i] = local @ world[:3, :3].T + world[:3, 3]
-    scene.frame_set(frames[0])
-    return out
-
-
-def extent(path: np.ndarray) -> float:
-    """The largest distance [m] between any two of the positions ``path`` (n, 3)."""
-    return float(np.linalg.norm(path[:, None, :] - path[None, :, :], axis=-1).max()) if len(path) else 0.0
 
 
 def steps(paths: np.ndarray) -> np.ndarray:

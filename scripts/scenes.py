@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import contextlib
 import cProfile
 import io
-import os
 import pstats
 import sys
 from pathlib import Path
@@ -16,6 +14,8 @@ if str(ROOT) not in sys.path:
 
 import addon_utils
 import bpy
+
+from welman_ik.cleanup.job import quiet  # noqa: F401 - the scripts' scenes.quiet()
 
 FEET = ("toe.L", "toe.R", "heel.02.L", "heel.02.R")
 DEMO_PINS = FEET + ("hand.L",)
@@ -84,19 +84,3 @@ def profiled(call, top: int = 25) -> str:
     stats.sort_stats("cumulative").print_stats(top)
     stats.sort_stats("tottime").print_stats(top)
     return out.getvalue()
-
-
-@contextlib.contextmanager
-def quiet():
-    """Keep the operators' reports (printed to stdout in background mode) off the output of a
-    script that makes many calls: the demo's drags, the benchmarks' tables."""
-    sys.stdout.flush()
-    saved = os.dup(1)
-    with open(os.devnull, "w") as devnull:
-        os.dup2(devnull.fileno(), 1)
-        try:
-            yield
-        finally:
-            sys.stdout.flush()
-            os.dup2(saved, 1)
-            os.close(saved)

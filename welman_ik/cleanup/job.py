@@ -56,7 +56,8 @@ def fresh_scene() -> None:
 
 @contextlib.contextmanager
 def quiet():
-    """The importers' and operators' prints kept off the process's output."""
+    """The importers' and operators' prints (to stdout, in background mode) kept off the
+    process's output (the demo and the benchmarks use it for their tables too)."""
     sys.stdout.flush()
     saved = os.dup(1)
     with open(os.devnull, "w") as devnull:
