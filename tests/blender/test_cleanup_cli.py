@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -21,7 +22,7 @@ import scenes
 from conftest import FIXTURES, ROOT
 
 from welman_ik.cleanup import gather
-from welman_ik.cleanup.job import ClipError, check_bvh, extent, reason, sample
+from welman_ik.cleanup.job import ClipError, check_bvh, check_fbx, clean, extent, reason, sample
 
 CLIPS = ("mixamo_clip.bvh", "mocapbank_clip.bvh", "pymo_walk.bvh")
 FIELDS = {"file", "status", "frames", "contacts", "slide_before_mm", "slide_after_mm", "max_pin_error_mm", "seconds"}
@@ -182,6 +183,37 @@ def test_broken_bvh_files_are_named_for_what_is_wrong(tmp_path, text, message):
     path.write_text(text)
     with pytest.raises(ClipError, match=message):
         check_bvh(path)
+
+
+def test_broken_fbx_files_are_named_for_what_is_wrong(folder, tmp_path):
+    ascii_fbx, garbage = tmp_path / "ascii.fbx", tmp_path / "garbage.fbx"
+    ascii_fbx.write_text("; FBX 7.4.0 project file\nFBXHeaderExtension:  {\n")
+    garbage.write_text("garbage")
+    with pytest.raises(ClipError, match="an ASCII FBX file"):
+        check_fbx(ascii_fbx)
+    with pytest.raises(ClipError, match="not an FBX file"):
+        check_fbx(garbage)
+    cut = tmp_path / "cut.fbx"
+    cut.write_bytes((folder / FBX_CLIP).read_bytes()[:5000])
+    result = clean(cut, tmp_path / "out.fbx")
+    assert result["status"].startswith("could not read cut.fbx as FBX: "), result
+    assert "failed to read complete nested block" in result["status"]
+    assert not (tmp_path / "out.fbx").exists()
+
+
+def test_a_skeleton_without_recognisable_feet_is_refused_with_the_way_out(tmp_path):
+    """The mocapbank clip with every joint renamed J0, J1, ...: no naming to find the feet by."""
+    text = (FIXTURES / "mocapbank_clip.bvh").read_text()
+    count = iter(range(1000))
+    text = re.sub(r"^(\s*)(ROOT|JOINT) (\S+)", lambda m: f"{m.group(1)}{m.group(2)} J{next(count)}", text,
+                  flags=re.MULTILINE)
+    source = tmp_path / "anonymous.bvh"
+    source.write_text(text)
+    result = clean(source, tmp_path / "out" / "anonymous.bvh")
+    assert result["status"].startswith("no pair of feet (its bone names follow no naming"), result
+    assert "--feet LEFT,RIGHT" in result["status"] and result["frames"] == 0
+    renamed = clean(source, tmp_path / "anonymous_out.bvh", feet=["J15", "J18"])  # the ankles, by name
+    assert renamed["status"] == "ok" and renamed["contacts"] > 0, renamed
 
 
 def test_whole_bvh_files_pass_the_check():

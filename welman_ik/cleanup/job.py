@@ -122,6 +122,21 @@ def check_bvh(path: Path) -> None:
                         f"{whole} are whole")
 
 
+def check_fbx(path: Path) -> None:
+    """A clear ClipError for a file that is not a binary FBX (Blender's importer reads no
+    other kind)."""
+    try:
+        with path.open("rb") as stream:
+            head = stream.read(256)
+    except OSError as error:
+        raise ClipError(f"could not read the file: {error.strerror or error}") from None
+    if head.startswith(b"Kaydara FBX Binary"):
+        return
+    if b"FBX" in head and head.lstrip().startswith(b";"):
+        raise ClipError("an ASCII FBX file: Blender reads binary FBX only; export it again as binary")
+    raise ClipError("not an FBX file: it does not start with the binary FBX header")
+
+
 def _armatures() -> list:
     return [o for o in bpy.context.scene.objects if o.type == "ARMATURE"]
 
@@ -151,6 +166,7 @@ def import_bvh(path: Path, scale: float | None) -> tuple[object, float]:
 
 def import_fbx(path: Path) -> tuple[object, float]:
     """The FBX clip's animated armature (the one with most bones), at the file's own units."""
+    check_fbx(path)
     _call(bpy.ops.import_scene.fbx, f"could not read {path.name} as FBX", filepath=str(path))
     found = _armatures()
     if not found:
