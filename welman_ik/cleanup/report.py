@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import math
 import os
 import tempfile
 from collections.abc import Sequence
@@ -53,8 +52,7 @@ def summary(entries: Sequence[dict], seconds: float, workers: str) -> str:
     lines = [f"  {e['file']}: {e['status']}" for e in bad]
     ok = [e for e in entries if e["status"] == "ok"]
     worst = max((e["slide_after_mm"] for e in ok if e.get("slide_after_mm") is not None), default=None)
-    rate = 60.0 * len(entries) / seconds if seconds > 0 else math.inf
-    lines.append(f"{len(ok)} of {len(entries)} clips cleaned, {len(bad)} failed, in {seconds:.1f} s "
-                 f"({rate:.1f} clips per minute, {workers})"
+    rate = f"{60.0 * len(entries) / seconds:.1f} clips per minute, " if ok and seconds > 0 else ""
+    lines.append(f"{len(ok)} of {len(entries)} clips cleaned, {len(bad)} failed, in {seconds:.1f} s ({rate}{workers})"
                  + (f"; largest foot slide left {worst:.2f} mm" if worst is not None else ""))
     return "\n".join(lines)

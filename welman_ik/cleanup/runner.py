@@ -11,7 +11,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 from .launch import clean_clip, launcher
-from .report import entry, failed, summary, write_atomic, write_report
+from .report import failed, summary, write_atomic, write_report
 
 FORMATS = (".bvh", ".fbx")
 
@@ -119,10 +119,12 @@ def run(inputs: Sequence[str | os.PathLike], out: str | os.PathLike, workers: in
             launcher(blender)  # no bpy and no Blender: say so once, before any clip
             _local(count, pending, finished, feet, scale, blender, timeout)
     else:
-        how = "no clip to run"
+        how = "no clip to run" if clips else "no BVH or FBX file in the inputs"
     if bar is not None:
         bar.close()
-    final = [e if e is not None else entry(c.name) for e, c in zip(entries, clips)]
+    # (A clip with no entry here was never run: say so rather than let it pass as cleaned.)
+    final = [e if e is not None else failed(c.name, "not run: the run stopped before it") for e, c in
+             zip(entries, clips)]
     write_report(out, final)
     if progress:
         print(summary(final, time.perf_counter() - started, how), file=sys.stderr, flush=True)
