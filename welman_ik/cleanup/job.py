@@ -24,7 +24,7 @@ import bpy
 import numpy as np
 
 from ..core import anatomy
-from .report import entry
+from .report import entry, write_atomic
 
 FORMATS = (".bvh", ".fbx")
 FEET = ("foot.L", "foot.R")  # the roles whose bones are the feet
@@ -353,7 +353,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     feet = [n.strip() for n in args.feet.split(",")] if args.feet else None
     result = clean(args.source, args.output, feet, args.scale)
-    args.entry.write_text(json.dumps(result))
+    write_atomic(args.entry, json.dumps(result).encode())  # a crash mid-write leaves no half entry
     return 0
 
 

@@ -100,4 +100,9 @@ def clean_clip(name: str, data: bytes, feet: list[str] | None = None, scale: flo
             return failed, None
         result = json.loads(report.read_text())
         result["worker"] = worker_name()
-        return result, (output.read_bytes() if result.get("status") == "ok" and output.is_file() else None)
+        if result.get("status") != "ok":
+            return result, None
+        if not output.is_file():  # never an "ok" without its file
+            result["status"] = "the clean-up reported success but wrote no file"
+            return result, None
+        return result, output.read_bytes()
