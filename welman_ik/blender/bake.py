@@ -203,12 +203,23 @@ def frame_ranges(frames, limit: int = 8) -> str:
 
 
 def list_misses(settings, misses) -> None:
-    """Store the missed frames where the panel lists them (frame, bone, miss)."""
+    """Store the missed frames where the panel lists them (frame, bone, miss from the pin's
+    own location, goals missed, miss against the goal asked for, whether it was eased)."""
     settings.bake_misses.clear()
-    for frame, bone, error, goals in misses:
+    for frame, bone, error, goals, asked, eased in misses:
         item = settings.bake_misses.add()
         item.frame, item.bone, item.error, item.goals = frame, bone, error, goals
+        item.eased_error, item.eased = asked, eased
     settings.active_miss_index = 0
+
+
+def held_in_full(pin) -> bool:
+    """A fixed pin with its own frame range (a plant, or any pin the user gave frames) holds
+    in full on every frame it is in force, up to an open range end too: Detect Contacts
+    places a plant cut by the range's end where the animation has it on that end frame, so
+    nothing jumps there. A pin in force always is eased toward the animation near an open
+    range end instead."""
+    return not pin.follow and not (pin.frame_start == 0 and pin.frame_end == 0)
 
 
 class Baker:
@@ -266,7 +277,12 @@ class Baker:
         self.shaped_log: dict[int, list] = {}  # frame -> [(pin, fields it was built with)] of the other kinds
         self.priorities: dict[int, tuple] = {}  # frame -> each goal's priority
         self.worst: tuple[int, Measured] | None = None  # the worst frame, evaluated
-        self.misses: list[tuple[int, str, float, int]] = []  # every frame that missed a goal
+        self.misses: list[tuple] = []  # every frame a pin missed its own location: (frame, goal, miss, goals, eased miss, eased)
+        # Frames whose goals were eased toward the animation (open range ends): frame -> (each
+        # position goal's own target, the other kinds' pins as their own fields build them).
+        self.eased_log: dict[int, tuple[np.ndarray, list]] = {}
+        self.own: dict[int, Measured] = {}  # the eased frames measured against the pins' own places
+        self.eased_pin_error = 0.0  # [m] the largest pin error against the goals asked for (eased)
         self.bones: set[str] = set()  # every bone a solve has written
         self.index = 0
         self._previous = None  # (model layout, animated q, solved q, release state) of the last frame
@@ -343,8 +359,7 @@ class Baker:
         action eases its corrections in and out inside the range, so its ends do not jump)."""
         if self.edit is not None:
             return False, False
-        keyed = [k.co[0] for curve in keyframes.action_fcurves(self.obj) for k in curve.keyframe_points]
-        return (bool(keyed) and min(keyed) < frame_start - 0.5), (bool(keyed) and max(keyed) > frame_end + 0.5)
+        return keyframes.keyed_past(self.obj, frame_start, frame_end)
 
     def range_weight(self, frame: int) -> float:
         """The share of the corrections applied on ``frame``: 1, falling as half a cosine to
@@ -443,16 +458,24 @@ class Baker:
         goal eased that share of the way from the animated pose."""
         out = []
         for pin in self._pins(frame):
+            eased = 1.0 if held_in_full(pin) else share
             if pin.kind in SHAPED_KINDS:
-                out.append((pin, self._shaped_fields(model, animated, pin, share)))
+                out.append((pin, self._shaped_fields(model, animated, pin, eased)))
                 continue
-            if not pin.follow and share >= 1.0:
+            if not pin.follow and eased >= 1.0:
                 out.append((pin, self.fixed_goals[self._pin_index[pin.as_pointer()]]))
                 continue
             origin = self._point(model, animated, pin.bone, pin.anchor)
             target = origin if pin.follow else self.fixed_goals[self._pin_index[pin.as_pointer()]]
-            out.append((pin, origin + share * (target - origin) if share < 1.0 else target))
+            out.append((pin, origin + eased * (target - origin) if eased < 1.0 else target))
         return out
+
+    def is_eased(self, pin, share: float) -> bool:
+        """Whether ``pin``'s goal on a frame with range weight ``share`` is eased away from its
+        own place (a follow pin's own place is the animation's, so easing leaves it there;
+        an aim, a together and a balance pin hold in full)."""
+        return (share < 1.0 and not held_in_full(pin) and not pin.follow
+                and pin.kind not in {"TOGETHER", "BALANCE", "AIM"})
 
     def _shaped_fields(self, model: RigModel, animated, pin, share: float = 1.0) -> dict:
         """The fields a pin of another kind than POSITION is built with on a frame: a follow
@@ -494,7 +517,7 @@ class Baker:
             if pin.kind in SHAPED_KINDS:
                 continue
             bone, anchor, weight = pin.bone, pin.anchor, pin.weight
-            goals.append(self._position_goal(pin, target, pin_priority, share))
+            goals.append(self._position_goal(pin, target, pin_priority, 1.0 if held_in_full(pin) else share))
             log.append((bone, anchor, target, weight, pin_priority))
         support = support_points(in_force)
         goals += [shaped_goals.build(self.obj, model, animated, pin, pin_priority, support, **fields)
@@ -541,6 +564,14 @@ class Baker:
                                     result.iterations)
             self.priorities[frame] = priorities
             self.shaped_log[frame] = ([(pin, fields, pin_priority) for pin, fields in shaped], support)
+            if any(self.is_eased(pin, share) for pin, _ in in_force):
+                # What each pin asks for on its own, to measure the eased frame against too.
+                own = [self.fixed_goals[self._pin_index[pin.as_pointer()]] if self.is_eased(pin, share) else target
+                       for pin, target in in_force if pin.kind not in SHAPED_KINDS]
+                own += [log[-1][2]] if edit is not None else []
+                self.eased_log[frame] = (np.array(own, dtype=float).reshape(-1, 3),
+                                         [(pin, {} if self.is_eased(pin, share) else fields, pin_priority)
+                                          for pin, fields in shaped])
         return float(result.errors[:reported].max(initial=0.0))
 
     def _path_goals(self, animated, path: dict, goals: list, share: float) -> list:
@@ -699,7 +730,7 @@ class Baker:
         there, the distances of the frames with the same goals worked out together."""
         scene, tolerance = self.context.scene, self.settings.tolerance
         frames = sorted(self.goal_log)
-        evaluated, shaped = {}, {}
+        evaluated, shaped, shaped_own = {}, {}, {}
         for frame in frames:
             bones, anchors = self.goal_log[frame][:2]
             scene.frame_set(frame)  # the action as written
@@ -707,6 +738,9 @@ class Baker:
             entries = self.shaped_log.get(frame, ([], None))[0]
             if entries:
                 shaped[frame] = self._shaped_measure(frame, entries, tolerance)
+            own_entries = self.eased_log[frame][1] if frame in self.eased_log else []
+            if own_entries:
+                shaped_own[frame] = self._shaped_measure(frame, own_entries, tolerance)
         groups: dict[tuple, list[int]] = {}
         for frame in frames:
             bones, anchors, _, weights, _ = self.goal_log[frame]
@@ -721,10 +755,20 @@ class Baker:
                 out[frame] = Measured(measured.errors[part], measured.met[part], measured.counted[part])
         for frame, part in shaped.items():
             out[frame] = self._with_shaped(out[frame], part)
+        # The eased frames again, against each pin's own place: what a user reads as the pin.
+        self.own = {}
+        for frame, (targets, _) in self.eased_log.items():
+            if frame not in out:
+                continue
+            bones, anchors, _, weights, _ = self.goal_log[frame]
+            own = measure(GoalSet(list(bones), np.asarray(anchors, dtype=float), targets,
+                                  np.asarray(weights, dtype=float)), evaluated[frame], tolerance)
+            self.own[frame] = self._with_shaped(own, shaped_own[frame]) if frame in shaped_own else own
         return out
 
-    def _shaped_goals(self, model: RigModel, frame: int) -> list:
-        entries, support = self.shaped_log.get(frame, ([], None))
+    def _shaped_goals(self, model: RigModel, frame: int, entries: list | None = None) -> list:
+        logged, support = self.shaped_log.get(frame, ([], None))
+        entries = logged if entries is None else entries
         kin = model.skeleton.forward(model.q0) if entries else None
         return [shaped_goals.build(self.obj, model, kin, pin, priority, support, **fields)
                 for pin, fields, priority in entries]
@@ -732,7 +776,7 @@ class Baker:
     def _shaped_measure(self, frame: int, entries: list, tolerance: float) -> Measured:
         """The other kinds' pins of ``frame`` (``entries``) measured on the evaluated pose."""
         model = self.model
-        built = self._shaped_goals(model, frame)
+        built = self._shaped_goals(model, frame, entries)
         names = sorted({n for pin, *_ in entries for n in pin_bones(self.obj, pin) if n in model.bones})
         kin = shaped_goals.evaluated_kinematics(self.obj, model, model.q0, names)
         errors = shaped_goals.goal_errors(built, kin)
@@ -790,8 +834,13 @@ class Baker:
         """Record the worst frame's figures, measured on the evaluated pose (``measured``: the
         measurements already taken of the action as written)."""
         measured = self.measure_frames() if measured is None else measured
-        for frame, m in measured.items():
-            worst = float(m.errors[m.counted].max(initial=0.0))
+        pins = slice(None, -1 if self.edit is not None else None)  # the pins' entries, not the edit's
+        self.worst, self.max_pin_error, self.eased_pin_error = None, 0.0, 0.0
+        for frame, asked in measured.items():
+            m = self.own.get(frame, asked)  # each pin against its own place
+            worst = float(m.errors[pins][m.counted[pins]].max(initial=0.0))
+            self.eased_pin_error = max(self.eased_pin_error, float(asked.errors[pins][asked.counted[pins]]
+                                                                  .max(initial=0.0)))
             if self.worst is None or worst > self.max_pin_error:
                 self.worst, self.max_pin_error = (frame, m), worst
         self.misses = self._misses(measured)
@@ -799,15 +848,35 @@ class Baker:
         if self.worst is not None:
             self._record()
 
-    def _misses(self, measured: dict[int, Measured]) -> list[tuple[int, str, float, int]]:
-        """(frame, worst goal's bone, its miss [m], goals missed) of every frame that missed."""
+    def _misses(self, measured: dict[int, Measured]) -> list[tuple]:
+        """(frame, worst goal's name, its miss from its own place [m], goals missed, its miss
+        against the goal asked for [m], whether that goal was eased) of every frame on which a
+        goal missed its own place."""
         out = []
-        for frame, m in sorted(measured.items()):
+        for frame, asked in sorted(measured.items()):
+            m = self.own.get(frame, asked)
             missed = np.flatnonzero(m.counted & ~m.met)
             if missed.size:
                 i = int(missed[np.argmax(m.errors[missed])])
-                out.append((frame, self.goal_names(frame)[i], float(m.errors[i]), int(missed.size)))
+                eased = bool(m is not asked and m.errors[i] != asked.errors[i])
+                out.append((frame, self.goal_names(frame)[i], float(m.errors[i]), int(missed.size),
+                            float(asked.errors[i]), eased))
         return out
+
+    def eased_note(self) -> str:
+        """Where the goals were eased toward the animation, in words: '... over 10 frames at the
+        range start (frames 101-110) ...'; empty when nothing was."""
+        if not self.eased_log:
+            return ""
+        first, last = self.frames[0], self.frames[-1]
+        middle = (first + last) / 2.0
+        ends = []
+        for name, part in (("start", [f for f in self.eased_log if f <= middle]),
+                           ("end", [f for f in self.eased_log if f > middle])):
+            if part:
+                ends.append(f"{len(part)} frame(s) at the range {name} ({frame_ranges(part)})")
+        return ("goals eased toward the animation over " + " and ".join(ends)
+                + ", where the action goes on past the baked range")
 
     def _record(self) -> None:
         frame, measured = self.worst
@@ -821,14 +890,20 @@ class Baker:
             message = (f"{what} is {measured.errors[i] * 1000:.2f} mm off on frame {frame} in the evaluated "
                        f"pose ({len(missed)} goal(s) missed on that frame); missed on "
                        f"{len(self.misses)} frame(s): {frame_ranges([f for f, *_ in self.misses])}")
+            eased = [f for f, *_, was_eased in self.misses if was_eased]
+            if eased:
+                message = (f"{what} is {measured.errors[i] * 1000:.2f} mm from its own location on frame {frame} "
+                           f"in the evaluated pose: {self.eased_note()}; against the eased goals the largest pin "
+                           f"error is {self.eased_pin_error * 1000:.2f} mm. A pin missed its own location on "
+                           f"{len(self.misses)} frame(s): {frame_ranges([f for f, *_ in self.misses])}")
         edit = self.edit is not None
         record(self.settings.last_solve, Figures(
             SolveResult(np.zeros(0), iterations, measured.errors, measured.converged),
             drag_error=float(measured.errors[-1]) if edit else 0.0,
-            max_pin_error=float(measured.errors[:-1 if edit else None][measured.counted[:-1 if edit else None]]
-                                .max(initial=0.0)),
+            max_pin_error=self.max_pin_error,
             milliseconds=1000.0 * (time.perf_counter() - self.started), converged=measured.converged,
-            message=message))
+            message=message, eased_pin_error=self.eased_pin_error if self.eased_log else None,
+            eased_frames=len(self.eased_log)))
 
     def keep(self, frames) -> None:
         """Record the animation as it is on ``frames`` (for the solved bones), so that keys

@@ -3,6 +3,7 @@ plants ``core.contacts`` finds in them, as pins with frame ranges (Detect Contac
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -82,10 +83,12 @@ def sample(scene, obj, points: list[Point], frames) -> dict:
 SPEED_FPS = 30.0  # ``contact_speed`` is a distance per frame at this frame rate
 
 
-def plants(settings, points: list[Point], paths: dict, fps: float = SPEED_FPS) -> dict[Point, list[contacts.Plant]]:
+def plants(settings, points: list[Point], paths: dict, fps: float = SPEED_FPS,
+           open_ends: tuple[bool, bool] = (False, False)) -> dict[Point, list[contacts.Plant]]:
     """Each point's plants under the settings' thresholds, sampled at ``fps`` (the speed
-    threshold scales with it: a 120 fps clip moves a quarter as far per frame); a bone's
-    tail plants agree with its head plants where both hold at once."""
+    threshold scales with it: a 120 fps clip moves a quarter as far per frame); plants cut
+    by an ``open_ends`` end (start, end) of the sampled range held there (``held_at_ends``);
+    a bone's tail plants agree with its head plants where both hold at once."""
     found = {}
     speed = settings.contact_speed * SPEED_FPS / max(fps, 1e-6)
     for p in points:
@@ -98,6 +101,7 @@ def plants(settings, points: list[Point], paths: dict, fps: float = SPEED_FPS) -
             knee = {"hips": hip, "upper": float(np.median(np.linalg.norm(knee_joint - hip, axis=1))),
                     "lower": np.linalg.norm(path - knee_joint, axis=1), "bend": settings.contact_knee_bend}
         found[p] = contacts.held(path, ranges, settings.contact_min_frames, **knee)
+    found = held_at_ends(found, paths, *open_ends)
     for p in points:
         heel = next((q for q in points if q.bone == p.bone and q.anchor < p.anchor), None)
         if heel is not None:
@@ -105,3 +109,21 @@ def plants(settings, points: list[Point], paths: dict, fps: float = SPEED_FPS) -
                                                     axis=1)))
             found[p] = contacts.paired(found[heel], found[p], length, settings.contact_min_frames)
     return found
+
+
+def held_at_ends(found: dict, paths: dict, open_start: bool, open_end: bool) -> dict:
+    """The plants cut by an open end of the sampled range (the animation goes on past it)
+    held where the animation has the point on that end frame, so the bake needs no
+    correction there and nothing jumps where the baked range meets the animation; a plant
+    cut by both ends half way between the two. The other plants keep their average place."""
+    out = {}
+    for point, plants in found.items():
+        path = paths[(point.bone, point.anchor)]
+        last = len(path) - 1
+        held = []
+        for plant in plants:
+            ends = [path[i] for i, cut in ((0, open_start and plant.first == 0), (last, open_end and plant.last == last))
+                    if cut]
+            held.append(dataclasses.replace(plant, point=np.mean(ends, axis=0)) if ends else plant)
+        out[point] = held
+    return out

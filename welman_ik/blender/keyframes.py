@@ -85,3 +85,11 @@ def bone_fcurves(obj, bone_name: str) -> list:
     """F-curves that animate one pose bone."""
     prefix = f'pose.bones["{bone_name}"].'
     return [fc for fc in action_fcurves(obj) if fc.data_path.startswith(prefix)]
+
+
+def keyed_past(obj, first: int, last: int) -> tuple[bool, bool]:
+    """Whether the object's action has keys before frame ``first`` and after frame ``last``:
+    the animation goes on past that range, so a change inside it must meet the animation at
+    its ends."""
+    keyed = [k.co[0] for curve in action_fcurves(obj) for k in curve.keyframe_points]
+    return (bool(keyed) and min(keyed) < first - 0.5), (bool(keyed) and max(keyed) > last + 0.5)

@@ -18,7 +18,7 @@ from bpy.props import (
     StringProperty,
 )
 
-from . import bake, overlay, preferences, selection, session, solve, viewport
+from . import bake, keyframes, overlay, preferences, selection, session, solve, viewport
 from . import contacts as foot_contacts
 from .pinning import add_pin, pin_records
 from .properties import AIM_AXIS_ITEMS, PIN_KINDS
@@ -510,7 +510,8 @@ is near its lowest height, slow and still, held at its average place there"""
         frames = list(range(scene.frame_start, scene.frame_end + 1))
         points = foot_contacts.points_of(obj, bones, heel_toe, self.anchor)
         paths = foot_contacts.sample(scene, obj, points, frames)
-        found = foot_contacts.plants(settings, points, paths, scene.render.fps / scene.render.fps_base)
+        found = foot_contacts.plants(settings, points, paths, scene.render.fps / scene.render.fps_base,
+                                     keyframes.keyed_past(obj, frames[0], frames[-1]))
         count = 0
         for point, plants in found.items():
             for plant in plants:

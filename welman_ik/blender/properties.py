@@ -146,6 +146,11 @@ class WELMAN_IK_Miss(bpy.types.PropertyGroup):
     bone: StringProperty(name="Bone", override=OVERRIDABLE)
     error: FloatProperty(name="Miss", unit="LENGTH", precision=5, override=OVERRIDABLE)
     goals: IntProperty(name="Goals Missed", override=OVERRIDABLE, description="Goals missed on that frame")
+    eased_error: FloatProperty(name="Eased Miss", unit="LENGTH", precision=5, override=OVERRIDABLE,
+                               description="The same goal's miss against what the solver was asked on that frame "
+                                           "(the goal eased toward the animation); equal to Miss where not eased")
+    eased: BoolProperty(name="Eased", override=OVERRIDABLE,
+                        description="The goal was eased toward the animation on that frame (an open range end)")
 
 
 class WELMAN_IK_LastSolve(bpy.types.PropertyGroup):
@@ -162,6 +167,14 @@ class WELMAN_IK_LastSolve(bpy.types.PropertyGroup):
     converged: BoolProperty(name="Converged", override=OVERRIDABLE)
     message: StringProperty(name="Message", override=OVERRIDABLE,
                             description="One line: what the last solve missed and why (empty when converged)")
+    eased_pin_error: FloatProperty(
+        name="Eased Pin Error", unit="LENGTH", precision=6, override=OVERRIDABLE,
+        description="A bake whose goals were eased toward the animation (near an open range end): the largest pin "
+                    "error against the eased goals the solver was asked for; Max Pin Error is each pin's distance "
+                    "from its own location. Equal to Max Pin Error when nothing was eased")
+    eased_frames: IntProperty(name="Eased Frames", override=OVERRIDABLE,
+                              description="How many frames of the last bake had a pin's goal eased toward the "
+                                          "animation (0: every pin was asked for its own location)")
 
 
 class WELMAN_IK_Settings(bpy.types.PropertyGroup):

@@ -87,6 +87,8 @@ class Figures:
     milliseconds: float
     converged: bool = False
     message: str = ""
+    eased_pin_error: float | None = None  # against eased goals (a bake near an open range end); None: not eased
+    eased_frames: int = 0
 
 
 def record(last_solve, figures: Figures) -> None:
@@ -97,6 +99,8 @@ def record(last_solve, figures: Figures) -> None:
     last_solve.milliseconds = figures.milliseconds
     last_solve.converged = figures.converged
     last_solve.message = figures.message
+    last_solve.eased_pin_error = figures.max_pin_error if figures.eased_pin_error is None else figures.eased_pin_error
+    last_solve.eased_frames = figures.eased_frames
 
 
 def rig_reach(obj) -> tuple[np.ndarray, float]:
