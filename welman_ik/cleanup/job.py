@@ -1,5 +1,10 @@
 """One clip cleaned inside a process that has ``bpy``: import, find the feet, detect their
-contacts, bake, measure on the evaluated pose, export.
+contacts, bake, export, then import the written file again in a fresh scene and measure it
+there, on the evaluated pose: the report's figures are the file's.
+
+A BVH clip is written by ``bvh.write`` in the source's own hierarchy, channels and axes
+(Blender's BVH exporter writes its Z-up frame and six channels a joint); an FBX clip by
+Blender's exporter with its curve simplification off and its frames where the source's are.
 
 Run as ``python -m welman_ik.cleanup.job SOURCE OUTPUT --entry ENTRY.json`` (or through a
 Blender executable, see ``launch.py``): one process per clip, so a clip that crashes
@@ -18,6 +23,7 @@ import re
 import sys
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import bpy
@@ -32,6 +38,9 @@ MM = 1000.0
 # BVH files carry no unit: the one that makes the skeleton closest to a person's size wins.
 BVH_UNITS = {"metres": 1.0, "centimetres": 0.01, "inches": 0.0254, "millimetres": 0.001}
 PERSON = 1.7  # [m] the size the unit guess aims at (the rest skeleton's largest extent)
+FILE_AGREES = 0.0001  # [m] the written file's figures within this of the bake's, or the clip fails
+STANDS = 0.01  # [m] the written file's extent per axis within this of the source's on every frame
+FBX_IMPORT_OFFSET = 1  # frames Blender's FBX importer adds to the file's times (its anim_offset)
 
 
 class ClipError(Exception):
@@ -234,41 +243,95 @@ def extent(path: np.ndarray) -> float:
     return float(np.linalg.norm(path[:, None, :] - path[None, :, :], axis=-1).max()) if len(path) else 0.0
 
 
-def plants(obj) -> list[tuple[str, float, int, int]]:
-    """(bone, anchor, first frame, last frame) of each pin ``detect_contacts`` made."""
-    return [(p.bone, float(p.anchor), p.frame_start, p.frame_end) for p in obj.welman_ik.pins]
+def plants(obj) -> list[tuple[str, float, int, int, np.ndarray]]:
+    """(bone, anchor, first frame, last frame, held place) of each pin ``detect_contacts`` made."""
+    return [(p.bone, float(p.anchor), p.frame_start, p.frame_end, np.array(p.location, dtype=float))
+            for p in obj.welman_ik.pins]
 
 
-def slides(obj, found: list[tuple[str, float, int, int]], frames: range) -> list[float]:
-    """Each plant's drift [m] over its frames on the evaluated pose of the assigned action."""
+def plant_figures(obj, found: list, frames: range) -> tuple[list[float], list[float]]:
+    """Each plant's drift [m] over its frames, and its point's largest distance [m] from its
+    held place there, on the evaluated pose of the assigned action."""
     points = list(dict.fromkeys((bone, anchor) for bone, anchor, *_ in found))
     paths = sample(obj, points, frames)
     column = {point: k for k, point in enumerate(points)}
-    return [extent(paths[first - frames[0]:last - frames[0] + 1, column[bone, anchor]])
-            for bone, anchor, first, last in found]
+    drifts, misses = [], []
+    for bone, anchor, first, last, place in found:
+        path = paths[first - frames[0]:last - frames[0] + 1, column[bone, anchor]]
+        drifts.append(extent(path))
+        misses.append(float(np.linalg.norm(path - place, axis=1).max(initial=0.0)))
+    return drifts, misses
+
+
+def extents(obj, frames: range) -> np.ndarray:
+    """(frames, 3): the size [m] along world X, Y and Z of the evaluated skeleton (every bone's
+    head and tail) on each frame; the scene is left on its first frame."""
+    scene = bpy.context.scene
+    count = len(obj.pose.bones)
+    heads, tails = np.empty(count * 3, dtype=np.float32), np.empty(count * 3, dtype=np.float32)
+    out = np.empty((len(frames), 3))
+    for i, frame in enumerate(frames):
+        scene.frame_set(frame)
+        evaluated = obj.evaluated_get(bpy.context.evaluated_depsgraph_get())
+        evaluated.pose.bones.foreach_get("head", heads)
+        evaluated.pose.bones.foreach_get("tail", tails)
+        world = np.array(evaluated.matrix_world, dtype=float)
+        points = np.concatenate([heads, tails]).reshape(-1, 3) @ world[:3, :3].T + world[:3, 3]
+        out[i] = np.ptp(points, axis=0)
+    scene.frame_set(frames[0])
+    return out
 
 
 # -- exporting -------------------------------------------------------------------------
 
 
-def export(obj, output: Path, scale: float, frames: range) -> None:
+def export(obj, source: Path, output: Path, scale: float, frames: range) -> None:
     """The armature and its assigned action to ``output``, in the format its suffix names,
-    in the source's units."""
-    if obj.mode != "OBJECT":
-        bpy.ops.object.mode_set(mode="OBJECT")
-    for other in bpy.context.scene.objects:
-        other.select_set(other is obj)
-    bpy.context.view_layer.objects.active = obj
+    as the source stands: a BVH in the source's own hierarchy, channels, axes and units
+    (``bvh.write``); an FBX by Blender's exporter, every frame keyed as baked (no curve
+    simplification), its times where the source's were."""
     if output.suffix.lower() == ".bvh":
-        _call(bpy.ops.export_anim.bvh, "could not write the BVH", filepath=str(output), check_existing=False,
-              global_scale=1.0 / scale, frame_start=frames[0], frame_end=frames[-1], rotate_mode="NATIVE")
+        from . import bvh
+
+        try:
+            bvh.write(obj, source, output, scale, frames)
+        except ValueError as error:
+            raise ClipError(f"could not write the BVH: {error}") from None
     else:
-        _call(bpy.ops.export_scene.fbx, "could not write the FBX", filepath=str(output), check_existing=False,
-              use_selection=True, object_types={"ARMATURE"}, add_leaf_bones=False, bake_anim=True,
-              bake_anim_use_all_actions=False, bake_anim_use_nla_strips=False,
-              bake_anim_force_startend_keying=True)
+        if obj.mode != "OBJECT":
+            bpy.ops.object.mode_set(mode="OBJECT")
+        for other in bpy.context.scene.objects:
+            other.select_set(other is obj)
+        bpy.context.view_layer.objects.active = obj
+        # The exporter writes frame f at time f / fps and the importer reads time t back as frame
+        # t * fps + 1: the keys go one frame earlier, so the file is read back on the source's frames.
+        shift_action(obj, -FBX_IMPORT_OFFSET)
+        scene = bpy.context.scene
+        scene.frame_start, scene.frame_end = frames[0] - FBX_IMPORT_OFFSET, frames[-1] - FBX_IMPORT_OFFSET
+        try:
+            _call(bpy.ops.export_scene.fbx, "could not write the FBX", filepath=str(output), check_existing=False,
+                  use_selection=True, object_types={"ARMATURE"}, add_leaf_bones=False, bake_anim=True,
+                  bake_anim_use_all_actions=False, bake_anim_use_nla_strips=False,
+                  bake_anim_force_startend_keying=True, bake_anim_simplify_factor=0.0, bake_anim_step=1.0)
+        finally:
+            shift_action(obj, FBX_IMPORT_OFFSET)
+            scene.frame_start, scene.frame_end = frames[0], frames[-1]
     if not output.is_file():
         raise ClipError(f"the exporter wrote no {output.suffix} file")
+
+
+def shift_action(obj, frames: float) -> None:
+    """Every key of the object's action (and its handles) ``frames`` later, in bulk."""
+    from ..blender.keyframes import action_fcurves
+
+    for curve in action_fcurves(obj):
+        keys = curve.keyframe_points
+        for field in ("co", "handle_left", "handle_right"):
+            values = np.empty(2 * len(keys))
+            keys.foreach_get(field, values)
+            values[0::2] += frames
+            keys.foreach_set(field, values)
+        curve.update()
 
 
 # -- one clip --------------------------------------------------------------------------
@@ -300,20 +363,16 @@ def _clean(source: Path, output: Path, feet: Sequence[str] | None, scale: float 
         raise ClipError("no such file")
     fresh_scene()
     obj, scale = import_bvh(source, scale) if suffix == ".bvh" else import_fbx(source)
-    action = obj.animation_data.action if obj.animation_data else None
-    if action is None:
-        raise ClipError("the armature has no animation: nothing to clean")
-    scene = bpy.context.scene
-    first, last = (round(v) for v in action.frame_range)
-    if last <= first:
+    frames = clip_frames(obj, "the armature has no animation: nothing to clean")
+    if len(frames) < 2:
         raise ClipError("the clip has a single frame: nothing to clean")
-    scene.frame_start, scene.frame_end = first, last
-    frames = range(first, last + 1)
+    scene = bpy.context.scene
+    source_clip = Clip(frames, fps(scene), sorted(obj.data.bones.keys()), extents(obj, frames))
     naming, feet = find_feet(obj, feet)
     bpy.context.view_layer.objects.active = obj
     obj.select_set(True)
     bpy.ops.object.mode_set(mode="POSE")
-    scene.frame_set(first)
+    scene.frame_set(frames[0])
     select_only(obj, feet)
     with quiet():
         detected = bpy.ops.welman_ik.detect_contacts()
@@ -322,25 +381,86 @@ def _clean(source: Path, output: Path, feet: Sequence[str] | None, scale: float 
     found = plants(obj)
     out = {"frames": len(frames), "contacts": len(found), "feet": feet, "naming": naming, "scale": scale,
            "slide_before_mm": 0.0, "slide_after_mm": 0.0, "max_pin_error_mm": 0.0}
+    baked = None
     if found:
-        before = slides(obj, found, frames)
+        before = plant_figures(obj, found, frames)[0]
         select_only(obj, feet)
         with quiet():
-            baked = bpy.ops.welman_ik.bake(frame_start=first, frame_end=last)
+            finished = bpy.ops.welman_ik.bake(frame_start=frames[0], frame_end=frames[-1])
         last_solve = obj.welman_ik.last_solve
-        if baked != {"FINISHED"}:
+        if finished != {"FINISHED"}:
             raise ClipError(f"the bake did not finish{': ' + last_solve.message if last_solve.message else ''}")
-        after = slides(obj, found, frames)
-        out.update(slide_before_mm=round(max(before) * MM, 4), slide_after_mm=round(max(after) * MM, 4),
-                   max_pin_error_mm=round(last_solve.max_pin_error * MM, 4))
-        out["plants"] = [{"bone": bone, "point": "heel" if anchor == 0.0 else "toe" if anchor == 1.0 else anchor,
-                          "frame_start": first, "frame_end": last_frame,
-                          "slide_before_mm": round(b * MM, 4), "slide_after_mm": round(a * MM, 4)}
-                         for (bone, anchor, first, last_frame), b, a in zip(found, before, after)]
         if last_solve.message:
             out["message"] = last_solve.message
-    export(obj, output, scale, frames)
+        baked = plant_figures(obj, found, frames)
+    export(obj, source, output, scale, frames)
+    # The figures are the file's: read it back in a fresh scene, as a user would.
+    written, stood = read_back(output, scale, found, source_clip)
+    out["extent_change_mm"] = round(stood * MM, 3)
+    if found:
+        differs = max(abs(a - b) for a, b in zip([*baked[0], *baked[1]], [*written[0], *written[1]]))
+        if differs > FILE_AGREES:
+            raise ClipError(f"the written file does not hold what the bake did: read back, a plant's figure differs "
+                            f"by {differs * MM:.3f} mm from the bake's (more than {FILE_AGREES * MM:.1f} mm)")
+        after, misses = written
+        out.update(slide_before_mm=round(max(before) * MM, 4), slide_after_mm=round(max(after) * MM, 4),
+                   max_pin_error_mm=round(max(misses) * MM, 4))
+        out["plants"] = [{"bone": bone, "point": "heel" if anchor == 0.0 else "toe" if anchor == 1.0 else anchor,
+                          "frame_start": start, "frame_end": end, "slide_before_mm": round(b * MM, 4),
+                          "slide_after_mm": round(a * MM, 4), "pin_error_mm": round(m * MM, 4)}
+                         for (bone, anchor, start, end, _), b, a, m in zip(found, before, after, misses)]
+    out["measured_on"] = "the written file, imported again"
     return out
+
+
+@dataclass(frozen=True)
+class Clip:
+    """What a clip's file must keep: its frames, frame rate, joints and size on each frame."""
+
+    frames: range
+    fps: float
+    bones: list[str]
+    extents: np.ndarray  # (frames, 3) [m]
+
+
+def fps(scene) -> float:
+    return scene.render.fps / scene.render.fps_base
+
+
+def clip_frames(obj, missing: str) -> range:
+    """The frames of the armature's action (``missing``: the error when it has none)."""
+    action = obj.animation_data.action if obj.animation_data else None
+    if action is None:
+        raise ClipError(missing)
+    first, last = (round(v) for v in action.frame_range)
+    return range(first, last + 1)
+
+
+def read_back(path: Path, scale: float, found: list, source: Clip) -> tuple[tuple[list, list], float]:
+    """The written file imported again in a fresh scene with the importer's settings of the
+    source: its plants' figures (``plant_figures``) and how far its size per axis strays from
+    the source's on any frame [m]. A file that does not keep the source's frames, frame rate
+    or joints, or does not stand as the source stood, is a ClipError."""
+    fresh_scene()
+    obj, _ = import_bvh(path, scale) if path.suffix.lower() == ".bvh" else import_fbx(path)
+    frames = clip_frames(obj, "the written file has no animation")
+    if frames != source.frames:
+        raise ClipError(f"the written file holds frames {frames[0]}-{frames[-1]} where the source holds "
+                        f"{source.frames[0]}-{source.frames[-1]}")
+    if abs(fps(bpy.context.scene) - source.fps) > 1e-6 * source.fps:
+        raise ClipError(f"the written file plays at {fps(bpy.context.scene):g} fps, the source at {source.fps:g}")
+    bones = sorted(obj.data.bones.keys())
+    if bones != source.bones:
+        lost, gained = sorted(set(source.bones) - set(bones)), sorted(set(bones) - set(source.bones))
+        raise ClipError(f"the written file's joints differ from the source's (lost: {', '.join(lost) or 'none'}; "
+                        f"new: {', '.join(gained) or 'none'})")
+    stray = np.abs(extents(obj, frames) - source.extents)
+    frame, axis = np.unravel_index(int(np.argmax(stray)), stray.shape)
+    if stray[frame, axis] > STANDS:
+        raise ClipError(f"the written file does not stand as the source stood: on frame {frames[frame]} its size "
+                        f"along {'XYZ'[axis]} differs by {stray[frame, axis] * MM:.1f} mm")
+    figures = plant_figures(obj, found, frames) if found else ([], [])
+    return figures, float(stray.max(initial=0.0))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
