@@ -277,6 +277,9 @@ class WELMAN_IK_PT_last_solve(SidebarPanel, bpy.types.Panel):
         col.label(text=f"Iterations: {last.iterations}")
         col.label(text=f"Drag error: {last.drag_error * 1000:.3f} mm")
         col.label(text=f"Largest pin error: {last.max_pin_error * 1000:.3f} mm")
+        if getattr(last, "eased_frames", 0):  # a bake whose goals were eased near an open range end
+            col.label(text=f"Against eased goals: {last.eased_pin_error * 1000:.3f} mm "
+                           f"({last.eased_frames} eased frame(s))")
         col.label(text=f"Time: {last.milliseconds:.2f} ms")
         col.label(text="Converged" if last.converged else "Not converged",
                   icon="CHECKMARK" if last.converged else "ERROR")
@@ -295,6 +298,8 @@ class WELMAN_IK_UL_misses(bpy.types.UIList):
         row.label(text=f"{item.frame}", icon="ERROR")
         row.label(text=item.bone)
         row.label(text=f"{item.error * 1000.0:.2f} mm" + (f" ({item.goals})" if item.goals > 1 else ""))
+        if item.eased:  # eased toward the animation: its miss against the eased goal beside it
+            row.label(text=f"eased: {item.eased_error * 1000.0:.2f} mm")
         row.operator("welman_ik.jump_to_frame", text="", icon="FORWARD", emboss=False).frame = item.frame
 
 

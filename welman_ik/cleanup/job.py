@@ -39,7 +39,7 @@ MM = 1000.0
 BVH_UNITS = {"metres": 1.0, "centimetres": 0.01, "inches": 0.0254, "millimetres": 0.001}
 PERSON = 1.7  # [m] the size the unit guess aims at (the rest skeleton's largest extent)
 FILE_AGREES = 0.0001  # [m] the written file's figures within this of the bake's, or the clip fails
-STANDS = 0.01  # [m] the written file's extent per axis within this of the source's on every frame
+STANDS = 0.001  # [m] the written file's size per axis within this of the baked clip's on every frame
 FBX_IMPORT_OFFSET = 1  # frames Blender's FBX importer adds to the file's times (its anim_offset)
 
 
@@ -367,7 +367,8 @@ def _clean(source: Path, output: Path, feet: Sequence[str] | None, scale: float 
     if len(frames) < 2:
         raise ClipError("the clip has a single frame: nothing to clean")
     scene = bpy.context.scene
-    source_clip = Clip(frames, fps(scene), sorted(obj.data.bones.keys()), extents(obj, frames))
+    scene.frame_start, scene.frame_end = frames[0], frames[-1]  # the range Detect Contacts reads
+    source_extents = extents(obj, frames)
     naming, feet = find_feet(obj, feet)
     bpy.context.view_layer.objects.active = obj
     obj.select_set(True)
@@ -393,10 +394,13 @@ def _clean(source: Path, output: Path, feet: Sequence[str] | None, scale: float 
         if last_solve.message:
             out["message"] = last_solve.message
         baked = plant_figures(obj, found, frames)
+    clip = Clip(frames, fps(scene), sorted(obj.data.bones.keys()), extents(obj, frames))
     export(obj, source, output, scale, frames)
     # The figures are the file's: read it back in a fresh scene, as a user would.
-    written, stood = read_back(output, scale, found, source_clip)
-    out["extent_change_mm"] = round(stood * MM, 3)
+    written, stands = read_back(output, scale, found, clip)
+    # How far the clean-up changed the skeleton's size per axis on any frame (plants held
+    # at their average place move a foot by up to its slide).
+    out["extent_change_mm"] = round(float(np.abs(stands - source_extents).max(initial=0.0)) * MM, 3)
     if found:
         differs = max(abs(a - b) for a, b in zip([*baked[0], *baked[1]], [*written[0], *written[1]]))
         if differs > FILE_AGREES:
@@ -415,7 +419,8 @@ def _clean(source: Path, output: Path, feet: Sequence[str] | None, scale: float 
 
 @dataclass(frozen=True)
 class Clip:
-    """What a clip's file must keep: its frames, frame rate, joints and size on each frame."""
+    """What a written clip must keep of the baked one: its frames, frame rate, joints and its
+    size along each axis on each frame (wrong axes or units show there at once)."""
 
     frames: range
     fps: float
@@ -436,11 +441,11 @@ def clip_frames(obj, missing: str) -> range:
     return range(first, last + 1)
 
 
-def read_back(path: Path, scale: float, found: list, source: Clip) -> tuple[tuple[list, list], float]:
+def read_back(path: Path, scale: float, found: list, source: Clip) -> tuple[tuple[list, list], np.ndarray]:
     """The written file imported again in a fresh scene with the importer's settings of the
-    source: its plants' figures (``plant_figures``) and how far its size per axis strays from
-    the source's on any frame [m]. A file that does not keep the source's frames, frame rate
-    or joints, or does not stand as the source stood, is a ClipError."""
+    source: its plants' figures (``plant_figures``) and its size along each axis on each
+    frame [m]. A file that does not keep the baked clip's frames, frame rate or joints, or
+    does not stand as it stood, is a ClipError."""
     fresh_scene()
     obj, _ = import_bvh(path, scale) if path.suffix.lower() == ".bvh" else import_fbx(path)
     frames = clip_frames(obj, "the written file has no animation")
@@ -454,13 +459,14 @@ def read_back(path: Path, scale: float, found: list, source: Clip) -> tuple[tupl
         lost, gained = sorted(set(source.bones) - set(bones)), sorted(set(bones) - set(source.bones))
         raise ClipError(f"the written file's joints differ from the source's (lost: {', '.join(lost) or 'none'}; "
                         f"new: {', '.join(gained) or 'none'})")
-    stray = np.abs(extents(obj, frames) - source.extents)
+    stands = extents(obj, frames)
+    stray = np.abs(stands - source.extents)
     frame, axis = np.unravel_index(int(np.argmax(stray)), stray.shape)
     if stray[frame, axis] > STANDS:
-        raise ClipError(f"the written file does not stand as the source stood: on frame {frames[frame]} its size "
-                        f"along {'XYZ'[axis]} differs by {stray[frame, axis] * MM:.1f} mm")
+        raise ClipError(f"the written file does not stand as the cleaned clip stood: on frame {frames[frame]} its "
+                        f"size along {'XYZ'[axis]} differs by {stray[frame, axis] * MM:.1f} mm")
     figures = plant_figures(obj, found, frames) if found else ([], [])
-    return figures, float(stray.max(initial=0.0))
+    return figures, stands
 
 
 def main(argv: Sequence[str] | None = None) -> int:
