@@ -30,6 +30,7 @@ import bpy
 import numpy as np
 
 from ..core import anatomy
+from . import bvh
 from .report import entry, write_atomic
 
 FORMATS = (".bvh", ".fbx")
@@ -291,8 +292,6 @@ def export(obj, source: Path, output: Path, scale: float, frames: range) -> None
     (``bvh.write``); an FBX by Blender's exporter, every frame keyed as baked (no curve
     simplification), its times where the source's were."""
     if output.suffix.lower() == ".bvh":
-        from . import bvh
-
         try:
             bvh.write(obj, source, output, scale, frames)
         except ValueError as error:

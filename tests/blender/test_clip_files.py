@@ -1,0 +1,165 @@
+"""A cleaned clip stands as its source stood, and its report is the file's.
+
+Each real clip (BVH in centimetres, inches and metres, and an FBX) is cleaned by
+``welman_ik.cleanup.job.clean``; then, apart from the job's own checks, the written file is
+compared here with its source as a user would see them: the BVH text (names, hierarchy,
+offsets, channel layout, frame time and count), both files imported with the importer's
+default settings (frames, size per axis on every frame), and every plant of the report
+measured on the written file's evaluated pose against the report's figures."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+import addon_utils
+import bpy
+import numpy as np
+import pytest
+import scenes
+from conftest import FIXTURES, world_point
+
+from welman_ik.cleanup import bvh
+from welman_ik.cleanup.job import clean
+
+AGREES_MM = 0.1  # the report's figures and the file's, measured here
+HELD_MM = 1.0
+ANCHORS = {"heel": 0.0, "toe": 1.0}
+
+
+def metres_clip(path: Path) -> Path:
+    """``mocapbank_clip.bvh`` (centimetres) written in metres: offsets and root positions / 100."""
+    text = (FIXTURES / "mocapbank_clip.bvh").read_text()
+    head, motion = text.split("MOTION", 1)
+    head = re.sub(r"OFFSET\s+(\S+)\s+(\S+)\s+(\S+)",
+                  lambda m: "OFFSET " + " ".join(f"{float(v) / 100:.6f}" for v in m.groups()), head)
+    lines = motion.splitlines()
+    timing = next(i for i, line in enumerate(lines) if line.strip().startswith("Frame Time"))
+    rows = []
+    for line in lines[timing + 1:]:
+        values = line.split()
+        if values:
+            values[:3] = [f"{float(v) / 100:.6f}" for v in values[:3]]  # the root's position channels
+            rows.append(" ".join(values))
+    path.write_text(head + "MOTION" + "\n".join(lines[:timing + 1]) + "\n" + "\n".join(rows) + "\n")
+    return path
+
+
+def fbx_clip(path: Path) -> Path:
+    """``pymo_walk.bvh`` written to FBX by Blender (so its animation starts on frame 2 when read)."""
+    scenes.empty_scene()
+    for module in ("io_anim_bvh", "io_scene_fbx"):
+        addon_utils.enable(module, default_set=True)
+    assert bpy.ops.import_anim.bvh(filepath=str(FIXTURES / "pymo_walk.bvh"), global_scale=0.0254,
+                                   update_scene_fps=True, update_scene_duration=True) == {"FINISHED"}
+    assert bpy.ops.export_scene.fbx(filepath=str(path), object_types={"ARMATURE"}, add_leaf_bones=False,
+                                    bake_anim=True) == {"FINISHED"}
+    return path
+
+
+def imported(path: Path, **options):
+    """``path`` in a fresh scene through its importer with ``options`` (else the defaults):
+    the armature and its action's frames."""
+    scenes.empty_scene()
+    for module in ("io_anim_bvh", "io_scene_fbx"):
+        addon_utils.enable(module, default_set=True)
+    if path.suffix == ".bvh":
+        assert bpy.ops.import_anim.bvh(filepath=str(path), **options) == {"FINISHED"}
+    else:
+        assert bpy.ops.import_scene.fbx(filepath=str(path), **options) == {"FINISHED"}
+    obj = max((o for o in bpy.context.scene.objects if o.type == "ARMATURE"), key=lambda o: len(o.data.bones))
+    first, last = (round(v) for v in obj.animation_data.action.frame_range)
+    return obj, range(first, last + 1)
+
+
+def sizes(obj, frames) -> np.ndarray:
+    """(frames, 3): the evaluated skeleton's size along world X, Y, Z (every bone's head)."""
+    out = np.empty((len(frames), 3))
+    for i, frame in enumerate(frames):
+        bpy.context.scene.frame_set(frame)
+        heads = np.array([world_point(obj, pb.name, 0.0) for pb in obj.pose.bones])
+        out[i] = np.ptp(heads, axis=0)
+    return out
+
+
+@pytest.fixture(scope="module")
+def cleaned(tmp_path_factory):
+    """name -> (source, written file, report entry) for each clip."""
+    folder = tmp_path_factory.mktemp("clips")
+    sources = [FIXTURES / "mocapbank_clip.bvh", FIXTURES / "pymo_walk.bvh",
+               metres_clip(folder / "mocapbank_metres.bvh"), fbx_clip(folder / "walk.fbx")]
+    out = {}
+    for source in sources:
+        local = folder / source.name
+        if source != local:
+            shutil.copy(source, local)
+        written = folder / "out" / source.name
+        written.parent.mkdir(exist_ok=True)
+        entry = clean(local, written)
+        assert entry["status"] == "ok", entry
+        out[source.name] = (local, written, entry)
+    return out
+
+
+CLIPS = ("mocapbank_clip.bvh", "pymo_walk.bvh", "mocapbank_metres.bvh", "walk.fbx")
+UNITS = {"mocapbank_clip.bvh": 0.01, "pymo_walk.bvh": 0.0254, "mocapbank_metres.bvh": 1.0}
+
+
+@pytest.mark.parametrize("name", [c for c in CLIPS if c.endswith(".bvh")])
+def test_a_cleaned_bvh_keeps_its_source_format(cleaned, name):
+    """Joint names, hierarchy, offsets, channel layout and rotation orders and frame time are
+    the source's; as many frames; the scale the clean-up guessed is the file's unit."""
+    source, written, entry = cleaned[name]
+    was, now = bvh.parse(source.read_text()), bvh.parse(written.read_text())
+    assert now.names == was.names and now.parents == was.parents
+    assert np.abs(now.offsets - was.offsets).max() <= 1e-4
+    assert now.channels == was.channels
+    assert sum(len(c) == 6 for c in now.channels) == 1  # only the root has positions
+    assert now.frame_time == was.frame_time and now.motion.shape == was.motion.shape
+    assert entry["scale"] == UNITS[name]
+
+
+@pytest.mark.parametrize("name", CLIPS)
+def test_a_cleaned_clip_stands_as_its_source_stood(cleaned, name):
+    """Both files through the importer's default settings: the same first frame and frame
+    count, and on every frame the same size along each axis, up to what the clean-up itself
+    changed (the report's ``extent_change_mm``, which stays under the largest slide it
+    removed); the frame rate is the source's."""
+    source, written, entry = cleaned[name]
+    obj, frames = imported(source)
+    fps = bpy.context.scene.render.fps / bpy.context.scene.render.fps_base
+    before = sizes(obj, frames)
+    obj, written_frames = imported(written)
+    assert written_frames == frames, (written_frames, frames)
+    assert bpy.context.scene.render.fps / bpy.context.scene.render.fps_base == pytest.approx(fps)
+    after = sizes(obj, written_frames)
+    unit = UNITS.get(name, 1.0)  # the importer's default reads one file unit as a metre
+    change_mm = float(np.abs(after - before).max()) * unit * 1000.0
+    print(f"\n{name}: size per axis changed by at most {change_mm:.3f} mm (reported {entry['extent_change_mm']})")
+    assert change_mm <= entry["extent_change_mm"] + 0.1
+    assert entry["extent_change_mm"] <= entry["slide_before_mm"]
+
+
+@pytest.mark.parametrize("name", CLIPS)
+def test_the_report_is_the_file(cleaned, name):
+    """Every plant of the report measured here on the written file's evaluated pose: its
+    drift and its distance from where it is held agree with the report's within 0.1 mm, and
+    it holds within 1 mm where the source slid."""
+    source, written, entry = cleaned[name]
+    assert entry["measured_on"] == "the written file, imported again"
+    options = {"global_scale": entry["scale"]} if written.suffix == ".bvh" else {}
+    obj, _ = imported(written, **options)
+    assert entry["contacts"] == len(entry["plants"]) > 0 and entry["slide_before_mm"] > 3.0
+    for plant in entry["plants"]:
+        scene = bpy.context.scene
+        path = []
+        for frame in range(plant["frame_start"], plant["frame_end"] + 1):
+            scene.frame_set(frame)
+            path.append(world_point(obj, plant["bone"], ANCHORS[plant["point"]]))
+        path = np.array(path)
+        drift = float(np.linalg.norm(path[:, None] - path[None], axis=-1).max()) * 1000.0
+        assert abs(drift - plant["slide_after_mm"]) <= AGREES_MM, (plant, drift)
+        assert drift <= HELD_MM, (plant, drift)
+    assert entry["slide_after_mm"] == max(p["slide_after_mm"] for p in entry["plants"])
+    assert entry["max_pin_error_mm"] == max(p["pin_error_mm"] for p in entry["plants"]) <= HELD_MM
