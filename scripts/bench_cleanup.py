@@ -42,12 +42,18 @@ What it measures
     plant point before (thin, light) and after (solid) with its planted frames shaded, and
     the drift, inside each plant, of its point from where it was on the plant's first frame.
 
+    ``--stretch FIRST LAST``: detect and bake only frames FIRST..LAST of each clip, a stretch
+    inside it that the clip goes on past on both sides (plants cut by the range's ends
+    included); the samples then take one frame of the clip beyond each end, so the step
+    figures include the steps into and out of the baked range.
+
 How to run (from the repository root, with the bpy-module virtual environment and
 matplotlib; ``make bench-cleanup`` installs it)::
 
     .venv/bin/python scripts/bench_cleanup.py
     .venv/bin/python scripts/bench_cleanup.py --clips pymo_walk.bvh --no-plots
     .venv/bin/python scripts/bench_cleanup.py --output /tmp/bench --images /tmp/bench
+    .venv/bin/python scripts/bench_cleanup.py --clips mocapbank_clip.bvh --stretch 101 300 --no-plots
 """
 
 from __future__ import annotations
@@ -250,12 +256,19 @@ def our_bake(obj, frames: range) -> float:
 # -- one clip --------------------------------------------------------------------------
 
 
-def run_clip(path: Path, images: Path | None, solver: str = "SR_INVERSE") -> Result:
-    """Import, detect, bake with ``solver`` and measure one clip (see the module's docstring)."""
+def run_clip(path: Path, images: Path | None, solver: str = "SR_INVERSE",
+             stretch: tuple[int, int] | None = None) -> Result:
+    """Import, detect, bake with ``solver`` and measure one clip (see the module's docstring);
+    ``stretch``: only those frames (first, last), sampled one frame beyond each end."""
     result = Result(path.name, SCALES.get(path.name, DEFAULT_SCALE), solver)
     fresh_scene()
     obj = import_clip(path, result.scale)
     scene = bpy.context.scene
+    clip = range(scene.frame_start, scene.frame_end + 1)
+    sampled = clip
+    if stretch is not None:
+        scene.frame_start, scene.frame_end = stretch
+        sampled = range(max(stretch[0] - 1, clip[0]), min(stretch[1] + 1, clip[-1]) + 1)
     frames = range(scene.frame_start, scene.frame_end + 1)
     result.frames = len(frames)
     result.fps = scene.render.fps / scene.render.fps_base
@@ -269,10 +282,10 @@ def run_clip(path: Path, images: Path | None, solver: str = "SR_INVERSE") -> Res
     obj.welman_ik.solver = solver
     if bpy.ops.welman_ik.detect_contacts() != {"FINISHED"}:
         raise RuntimeError("welman_ik.detect_contacts did not finish")
-    plants = plants_of(obj, scene.frame_start)
+    plants = plants_of(obj, sampled[0])
     result.contacts = len(plants)
     points = list(dict.fromkeys(p.point for p in plants)) + [(root_bone(obj), 0.0)]  # the hips last
-    before = sample(obj, points, frames)
+    before = sample(obj, points, sampled)
 
     result.blender_seconds = blender_bake(obj, frames)
     select_only(obj, result.feet)
@@ -280,20 +293,20 @@ def run_clip(path: Path, images: Path | None, solver: str = "SR_INVERSE") -> Res
     last = obj.welman_ik.last_solve
     result.max_pin_error_mm = last.max_pin_error * MM
     result.message = last.message
-    after = sample(obj, points, frames)
+    after = sample(obj, points, sampled)
 
     column = {point: k for k, point in enumerate(points)}
     for plant in plants:
         span = slice(plant.first, plant.last + 1)
         plant.slide_before = extent(before[span, column[plant.point]])
         plant.slide_after = extent(after[span, column[plant.point]])
-    result.plants = [asdict(p) | {"frame_start": frames[p.first], "frame_end": frames[p.last]} for p in plants]
+    result.plants = [asdict(p) | {"frame_start": sampled[p.first], "frame_end": sampled[p.last]} for p in plants]
     result.slide_before_mm = max((p.slide_before for p in plants), default=0.0) * MM
     result.slide_after_mm = max((p.slide_after for p in plants), default=0.0) * MM
     hips = np.linalg.norm(after[:, -1] - before[:, -1], axis=-1)
     result.hips_max_mm = float(hips.max()) * MM
     result.hips_on_path_share = float(np.mean(hips <= ON_PATH))
-    if len(frames) > 1:
+    if len(sampled) > 1:
         moved, source = steps(after), steps(before)
         result.step_after_mm = float(moved.max()) * MM
         result.step_source_mm = float(source.max()) * MM
@@ -301,9 +314,9 @@ def run_clip(path: Path, images: Path | None, solver: str = "SR_INVERSE") -> Res
         i, k = np.unravel_index(int(np.argmax(growth)), growth.shape)
         result.step_excess_mm = float(growth[i, k]) * MM
         where = point_label(points[k]) if k < len(points) - 1 else "hips"
-        result.step_excess_at = f"{where}, frame {frames[i]} -> {frames[i + 1]}"
+        result.step_excess_at = f"{where}, frame {sampled[i]} -> {sampled[i + 1]}"
     if images is not None:
-        result.image = str(plot(result, plants, points, column, frames, before, after, images))
+        result.image = str(plot(result, plants, points, column, sampled, before, after, images))
     return result
 
 
@@ -411,6 +424,8 @@ def main(argv=None) -> int:
     parser.add_argument("--solvers", nargs="+", default=["SR_INVERSE"], metavar="SOLVER",
                         choices=["SR_INVERSE", "CCD", "JACOBIAN_TRANSPOSE"],
                         help="bake each clip with each of these (the plots: the first one's)")
+    parser.add_argument("--stretch", nargs=2, type=int, metavar=("FIRST", "LAST"),
+                        help="detect and bake only these frames of each clip (a stretch the clip goes on past)")
     args = parser.parse_args(argv)
     began = time.perf_counter()
 
@@ -422,7 +437,8 @@ def main(argv=None) -> int:
     for path in paths:
         for k, solver in enumerate(args.solvers):
             try:
-                results.append(run_clip(path, None if args.no_plots or k else args.images, solver))
+                results.append(run_clip(path, None if args.no_plots or k else args.images, solver,
+                                        tuple(args.stretch) if args.stretch else None))
             except Exception as error:  # noqa: BLE001 - one clip's failure is reported, the others still run
                 results.append(Result(path.name, SCALES.get(path.name, DEFAULT_SCALE), solver,
                                       error=f"{type(error).__name__}: {error}"))

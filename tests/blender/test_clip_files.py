@@ -146,7 +146,7 @@ def test_the_report_is_the_file(cleaned, name):
     """Every plant of the report measured here on the written file's evaluated pose: its
     drift and its distance from where it is held agree with the report's within 0.1 mm, and
     it holds within 1 mm where the source slid."""
-    source, written, entry = cleaned[name]
+    _, written, entry = cleaned[name]
     assert entry["measured_on"] == "the written file, imported again"
     options = {"global_scale": entry["scale"]} if written.suffix == ".bvh" else {}
     obj, _ = imported(written, **options)
@@ -159,7 +159,9 @@ def test_the_report_is_the_file(cleaned, name):
             path.append(world_point(obj, plant["bone"], ANCHORS[plant["point"]]))
         path = np.array(path)
         drift = float(np.linalg.norm(path[:, None] - path[None], axis=-1).max()) * 1000.0
+        off = float(np.linalg.norm(path - np.array(plant["held_at_m"]), axis=1).max()) * 1000.0
         assert abs(drift - plant["slide_after_mm"]) <= AGREES_MM, (plant, drift)
-        assert drift <= HELD_MM, (plant, drift)
+        assert abs(off - plant["pin_error_mm"]) <= AGREES_MM, (plant, off)
+        assert drift <= HELD_MM and off <= HELD_MM, (plant, drift, off)
     assert entry["slide_after_mm"] == max(p["slide_after_mm"] for p in entry["plants"])
     assert entry["max_pin_error_mm"] == max(p["pin_error_mm"] for p in entry["plants"]) <= HELD_MM

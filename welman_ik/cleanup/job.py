@@ -410,8 +410,9 @@ def _clean(source: Path, output: Path, feet: Sequence[str] | None, scale: float 
                    max_pin_error_mm=round(max(misses) * MM, 4))
         out["plants"] = [{"bone": bone, "point": "heel" if anchor == 0.0 else "toe" if anchor == 1.0 else anchor,
                           "frame_start": start, "frame_end": end, "slide_before_mm": round(b * MM, 4),
-                          "slide_after_mm": round(a * MM, 4), "pin_error_mm": round(m * MM, 4)}
-                         for (bone, anchor, start, end, _), b, a, m in zip(found, before, after, misses)]
+                          "slide_after_mm": round(a * MM, 4), "pin_error_mm": round(m * MM, 4),
+                          "held_at_m": [round(float(v), 6) for v in place]}
+                         for (bone, anchor, start, end, place), b, a, m in zip(found, before, after, misses)]
     out["measured_on"] = "the written file, imported again"
     return out
 
