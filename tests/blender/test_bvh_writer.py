@@ -9,6 +9,7 @@ import pytest
 import scenes
 from conftest import CLIP_SCALES, FIXTURES, import_clip
 
+from welman_ik.blender import keyframes
 from welman_ik.cleanup import bvh
 
 CLIPS = ("mocapbank_clip.bvh", "pymo_walk.bvh", "mixamo_clip.bvh")
@@ -125,7 +126,7 @@ def modify(obj, name: str) -> None:
         (root, "y"): lambda f: -0.03 + 0 * f,
         (root, "z"): lambda f: 0.1 * np.cos(f / 9.0),
     }
-    fcurves = {(c.data_path, c.array_index): c for c in obj.animation_data.action.fcurves}
+    fcurves = {(c.data_path, c.array_index): c for c in keyframes.action_fcurves(obj)}
     for (bone, which), change in changes.items():
         if isinstance(which, str):
             key = (f'pose.bones["{bone}"].location', "xyz".index(which))
@@ -233,7 +234,7 @@ def test_positions_on_a_joint_orders_and_names(tmp_path):
     bvh.write(obj, source, out, 0.01, frames)
     assert out.read_bytes() == source.read_bytes()
 
-    fcurves = {(c.data_path, c.array_index): c for c in obj.animation_data.action.fcurves}
+    fcurves = {(c.data_path, c.array_index): c for c in keyframes.action_fcurves(obj)}
     for key, change in {('pose.bones["Spine"].location', 1): 0.05, ('pose.bones["Spine"].location', 2): -0.03,
                         ('pose.bones["Spine.001"].rotation_euler', 0): 0.4,
                         ('pose.bones["Spine.001"].rotation_euler', 1): -0.3}.items():
