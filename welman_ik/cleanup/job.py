@@ -219,23 +219,32 @@ def select_only(obj, names) -> None:
 def sample(obj, points: Sequence[tuple[str, float]], frames: range) -> np.ndarray:
     """World positions (frames, k, 3) of ``points`` (bone, anchor: 0 head, 1 tail) on the
     evaluated pose of every frame; the scene is left on its first frame."""
+    return walk(obj, points, frames)[0]
+
+
+def walk(obj, points: Sequence[tuple[str, float]], frames: range) -> tuple[np.ndarray, np.ndarray]:
+    """One evaluation per frame: the world positions (frames, k, 3) of ``points`` and the
+    skeleton's size (frames, 3) along world X, Y and Z (every bone's head and tail); the
+    scene is left on its first frame."""
     scene = bpy.context.scene
     index = {name: i for i, name in enumerate(obj.pose.bones.keys())}
     rows = np.array([index[bone] for bone, _ in points], dtype=int)
     anchors = np.array([anchor for _, anchor in points], dtype=float)[:, None]
     count = len(index)
     heads, tails = np.empty(count * 3, dtype=np.float32), np.empty(count * 3, dtype=np.float32)
-    out = np.empty((len(frames), len(points), 3))
+    out, sizes = np.empty((len(frames), len(points), 3)), np.empty((len(frames), 3))
     for i, frame in enumerate(frames):
         scene.frame_set(frame)
         evaluated = obj.evaluated_get(bpy.context.evaluated_depsgraph_get())
         evaluated.pose.bones.foreach_get("head", heads)
         evaluated.pose.bones.foreach_get("tail", tails)
-        head, tail = heads.reshape(-1, 3)[rows], tails.reshape(-1, 3)[rows]
         world = np.array(evaluated.matrix_world, dtype=float)
-        out[i] = (head + anchors * (tail - head)) @ world[:3, :3].T + world[:3, 3]
+        ends = np.concatenate([heads.reshape(-1, 3), tails.reshape(-1, 3)]) @ world[:3, :3].T + world[:3, 3]
+        head, tail = ends[:count][rows], ends[count:][rows]
+        out[i] = head + anchors * (tail - head)
+        sizes[i] = np.ptp(ends, axis=0)
     scene.frame_set(frames[0])
-    return out
+    return out, sizes
 
 
 def extent(path: np.ndarray) -> float:
@@ -250,37 +259,19 @@ def plants(obj) -> list[tuple[str, float, int, int, np.ndarray]]:
             for p in obj.welman_ik.pins]
 
 
-def plant_figures(obj, found: list, frames: range) -> tuple[list[float], list[float]]:
-    """Each plant's drift [m] over its frames, and its point's largest distance [m] from its
-    held place there, on the evaluated pose of the assigned action."""
+def plant_figures(obj, found: list, frames: range) -> tuple[list[float], list[float], np.ndarray]:
+    """Each plant's drift [m] over its frames, its point's largest distance [m] from its held
+    place there, and the skeleton's size on each frame (``walk``), on the evaluated pose of
+    the assigned action."""
     points = list(dict.fromkeys((bone, anchor) for bone, anchor, *_ in found))
-    paths = sample(obj, points, frames)
+    paths, sizes = walk(obj, points, frames)
     column = {point: k for k, point in enumerate(points)}
     drifts, misses = [], []
     for bone, anchor, first, last, place in found:
         path = paths[first - frames[0]:last - frames[0] + 1, column[bone, anchor]]
         drifts.append(extent(path))
         misses.append(float(np.linalg.norm(path - place, axis=1).max(initial=0.0)))
-    return drifts, misses
-
-
-def extents(obj, frames: range) -> np.ndarray:
-    """(frames, 3): the size [m] along world X, Y and Z of the evaluated skeleton (every bone's
-    head and tail) on each frame; the scene is left on its first frame."""
-    scene = bpy.context.scene
-    count = len(obj.pose.bones)
-    heads, tails = np.empty(count * 3, dtype=np.float32), np.empty(count * 3, dtype=np.float32)
-    out = np.empty((len(frames), 3))
-    for i, frame in enumerate(frames):
-        scene.frame_set(frame)
-        evaluated = obj.evaluated_get(bpy.context.evaluated_depsgraph_get())
-        evaluated.pose.bones.foreach_get("head", heads)
-        evaluated.pose.bones.foreach_get("tail", tails)
-        world = np.array(evaluated.matrix_world, dtype=float)
-        points = np.concatenate([heads, tails]).reshape(-1, 3) @ world[:3, :3].T + world[:3, 3]
-        out[i] = np.ptp(points, axis=0)
-    scene.frame_set(frames[0])
-    return out
+    return drifts, misses, sizes
 
 
 # -- exporting -------------------------------------------------------------------------
@@ -367,7 +358,6 @@ def _clean(source: Path, output: Path, feet: Sequence[str] | None, scale: float 
         raise ClipError("the clip has a single frame: nothing to clean")
     scene = bpy.context.scene
     scene.frame_start, scene.frame_end = frames[0], frames[-1]  # the range Detect Contacts reads
-    source_extents = extents(obj, frames)
     naming, feet = find_feet(obj, feet)
     bpy.context.view_layer.objects.active = obj
     obj.select_set(True)
@@ -381,9 +371,9 @@ def _clean(source: Path, output: Path, feet: Sequence[str] | None, scale: float 
     found = plants(obj)
     out = {"frames": len(frames), "contacts": len(found), "feet": feet, "naming": naming, "scale": scale,
            "slide_before_mm": 0.0, "slide_after_mm": 0.0, "max_pin_error_mm": 0.0}
-    baked = None
+    before, _, source_sizes = plant_figures(obj, found, frames)
+    baked = [], [], source_sizes
     if found:
-        before = plant_figures(obj, found, frames)[0]
         select_only(obj, feet)
         with quiet():
             finished = bpy.ops.welman_ik.bake(frame_start=frames[0], frame_end=frames[-1])
@@ -393,15 +383,15 @@ def _clean(source: Path, output: Path, feet: Sequence[str] | None, scale: float 
         if last_solve.message:
             out["message"] = last_solve.message
         baked = plant_figures(obj, found, frames)
-    clip = Clip(frames, fps(scene), sorted(obj.data.bones.keys()), extents(obj, frames))
+    clip = Clip(frames, fps(scene), sorted(obj.data.bones.keys()), baked[2])
     export(obj, source, output, scale, frames)
     # The figures are the file's: read it back in a fresh scene, as a user would.
     written, stands = read_back(output, scale, found, clip)
     # How far the clean-up changed the skeleton's size per axis on any frame (plants held
     # at their average place move a foot by up to its slide).
-    out["extent_change_mm"] = round(float(np.abs(stands - source_extents).max(initial=0.0)) * MM, 3)
+    out["extent_change_mm"] = round(float(np.abs(stands - source_sizes).max(initial=0.0)) * MM, 3)
     if found:
-        differs = max(abs(a - b) for a, b in zip([*baked[0], *baked[1]], [*written[0], *written[1]]))
+        differs = max(abs(a - b) for a, b in zip([*baked[0], *baked[1]], [*written[0], *written[1]], strict=True))
         if differs > FILE_AGREES:
             raise ClipError(f"the written file does not hold what the bake did: read back, a plant's figure differs "
                             f"by {differs * MM:.3f} mm from the bake's (more than {FILE_AGREES * MM:.1f} mm)")
@@ -443,8 +433,8 @@ def clip_frames(obj, missing: str) -> range:
 
 def read_back(path: Path, scale: float, found: list, source: Clip) -> tuple[tuple[list, list], np.ndarray]:
     """The written file imported again in a fresh scene with the importer's settings of the
-    source: its plants' figures (``plant_figures``) and its size along each axis on each
-    frame [m]. A file that does not keep the baked clip's frames, frame rate or joints, or
+    source: its plants' drifts and distances from their places (``plant_figures``) and its
+    size along each axis on each frame [m]. A file that does not keep the baked clip's frames, frame rate or joints, or
     does not stand as it stood, is a ClipError."""
     fresh_scene()
     obj, _ = import_bvh(path, scale) if path.suffix.lower() == ".bvh" else import_fbx(path)
@@ -459,14 +449,13 @@ def read_back(path: Path, scale: float, found: list, source: Clip) -> tuple[tupl
         lost, gained = sorted(set(source.bones) - set(bones)), sorted(set(bones) - set(source.bones))
         raise ClipError(f"the written file's joints differ from the source's (lost: {', '.join(lost) or 'none'}; "
                         f"new: {', '.join(gained) or 'none'})")
-    stands = extents(obj, frames)
+    drifts, misses, stands = plant_figures(obj, found, frames)
     stray = np.abs(stands - source.extents)
     frame, axis = np.unravel_index(int(np.argmax(stray)), stray.shape)
     if stray[frame, axis] > STANDS:
         raise ClipError(f"the written file does not stand as the cleaned clip stood: on frame {frames[frame]} its "
                         f"size along {'XYZ'[axis]} differs by {stray[frame, axis] * MM:.1f} mm")
-    figures = plant_figures(obj, found, frames) if found else ([], [])
-    return figures, stands
+    return (drifts, misses), stands
 
 
 def main(argv: Sequence[str] | None = None) -> int:
