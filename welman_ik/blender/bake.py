@@ -875,8 +875,7 @@ class Baker:
                            ("end", [f for f in self.eased_log if f > middle])):
             if part:
                 ends.append(f"{len(part)} frame(s) at the range {name} ({frame_ranges(part)})")
-        return ("goals eased toward the animation over " + " and ".join(ends)
-                + ", where the action goes on past the baked range")
+        return "goals eased toward the animation, which goes on past the range, over " + " and ".join(ends)
 
     def _record(self) -> None:
         frame, measured = self.worst
@@ -893,9 +892,9 @@ class Baker:
             eased = [f for f, *_, was_eased in self.misses if was_eased]
             if eased:
                 message = (f"{what} is {measured.errors[i] * 1000:.2f} mm from its own location on frame {frame} "
-                           f"in the evaluated pose: {self.eased_note()}; against the eased goals the largest pin "
-                           f"error is {self.eased_pin_error * 1000:.2f} mm. A pin missed its own location on "
-                           f"{len(self.misses)} frame(s): {frame_ranges([f for f, *_ in self.misses])}")
+                           f"(evaluated); {self.eased_note()}: against the eased goals {self.eased_pin_error * 1000:.2f}"
+                           f" mm. Off its location on {len(self.misses)} frame(s): "
+                           f"{frame_ranges([f for f, *_ in self.misses])}")
         edit = self.edit is not None
         record(self.settings.last_solve, Figures(
             SolveResult(np.zeros(0), iterations, measured.errors, measured.converged),

@@ -94,7 +94,9 @@ def wrapped_lines(context, text: str) -> list[str]:
     preferences = getattr(context, "preferences", None)
     scale = (preferences.system.ui_scale if preferences is not None else 0.0) or 1.0  # 0 without a window
     width = region.width if region is not None else 300
-    return textwrap.wrap(text, width=max(20, int(width / (7.0 * max(scale, 0.5))) - 4)) or [text]
+    scale = max(scale, 0.5)
+    # About 7.5 px a character at scale 1, less the box's margins and the line's icon.
+    return textwrap.wrap(text, width=max(16, int((width - 44.0 * scale) / (7.5 * scale)))) or [text]
 
 
 def active_pose_bone(obj):
@@ -278,8 +280,8 @@ class WELMAN_IK_PT_last_solve(SidebarPanel, bpy.types.Panel):
         col.label(text=f"Drag error: {last.drag_error * 1000:.3f} mm")
         col.label(text=f"Largest pin error: {last.max_pin_error * 1000:.3f} mm")
         if getattr(last, "eased_frames", 0):  # a bake whose goals were eased near an open range end
-            col.label(text=f"Against eased goals: {last.eased_pin_error * 1000:.3f} mm "
-                           f"({last.eased_frames} eased frame(s))")
+            col.label(text=f"Eased goals: {last.eased_pin_error * 1000:.3f} mm")
+            col.label(text=f"Eased frames: {last.eased_frames}")
         col.label(text=f"Time: {last.milliseconds:.2f} ms")
         col.label(text="Converged" if last.converged else "Not converged",
                   icon="CHECKMARK" if last.converged else "ERROR")
@@ -295,11 +297,12 @@ class WELMAN_IK_UL_misses(bpy.types.UIList):
 
     def draw_item(self, context, layout, data, item, icon, active_data, active_propname, index):
         row = layout.row(align=True)
-        row.label(text=f"{item.frame}", icon="ERROR")
+        # An eased frame (its goal eased toward the animation) has its own icon, and its miss
+        # against the eased goal after the miss from the pin's own location.
+        row.label(text=f"{item.frame}", icon="IPO_EASE_IN_OUT" if item.eased else "ERROR")
         row.label(text=item.bone)
-        row.label(text=f"{item.error * 1000.0:.2f} mm" + (f" ({item.goals})" if item.goals > 1 else ""))
-        if item.eased:  # eased toward the animation: its miss against the eased goal beside it
-            row.label(text=f"eased: {item.eased_error * 1000.0:.2f} mm")
+        row.label(text=f"{item.error * 1000.0:.2f} mm" + (f" ({item.goals})" if item.goals > 1 else "")
+                  + (f", eased {item.eased_error * 1000.0:.2f}" if item.eased else ""))
         row.operator("welman_ik.jump_to_frame", text="", icon="FORWARD", emboss=False).frame = item.frame
 
 
