@@ -210,6 +210,26 @@ def test_edit_in_motion_blends_into_the_neighbours(fig_6_5):
                     assert np.linalg.norm(world_point(obj, pin.bone) - np.array(pin.location)) <= 1e-4
         else:  # outside the window the motion is exactly as it was
             assert np.linalg.norm(moved) <= 1e-6, f
+    # The edit's own figure is its error on the edited frame, where it holds in full.
+    scene.frame_set(11)
+    held = float(np.linalg.norm(world_point(obj, "hand.R") - (before[11] + displacement)))
+    assert abs(obj.welman_ik.last_solve.drag_error - held) <= 1e-6, (obj.welman_ik.last_solve.drag_error, held)
+
+
+def test_an_edit_reports_its_error_where_it_holds_in_full(fig_6_5):
+    """An edit out of reach: ``drag_error`` is the edited point's evaluated distance from the
+    edit's target on the edited frame (on the others the target is the blend, not the edit)."""
+    obj = fig_6_5
+    scene = bpy.context.scene
+    scene.frame_set(11)
+    target = world_point(obj, "hand.R") + np.array([3.0, 0.0, 0.0])
+    assert bpy.ops.welman_ik.edit_motion(bone="hand.R", target=tuple(target), frame=11, falloff=5) == {"FINISHED"}
+    scene.frame_set(11)
+    missed = float(np.linalg.norm(world_point(obj, "hand.R") - target))
+    assert missed > 0.5
+    assert abs(obj.welman_ik.last_solve.drag_error - missed) <= 1e-4, (obj.welman_ik.last_solve.drag_error, missed)
+    last = obj.welman_ik.last_solve
+    assert not last.converged and "'hand.R'" in last.message and "frame 11" in last.message, last.message
 
 
 def _baked_channels(obj, direct: bool) -> dict:

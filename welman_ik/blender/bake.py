@@ -845,8 +845,14 @@ class Baker:
                 self.worst, self.max_pin_error = (frame, m), worst
         self.misses = self._misses(measured)
         list_misses(self.settings, self.misses)
+        if self.misses:  # the figures' frame: the largest miss of any goal (an edit's too)
+            frame = max(self.misses, key=lambda miss: miss[2])[0]
+            self.worst = (frame, self.own.get(frame, measured[frame]))
         if self.worst is not None:
-            self._record()
+            # An edit's own figure is its error where it holds in full: on the edited frame
+            # (elsewhere its target is the blend the edit asks for).
+            edited = measured.get(self.edit.frame) if self.edit is not None else None
+            self._record(float(edited.errors[-1]) if edited is not None else None)
 
     def _misses(self, measured: dict[int, Measured]) -> list[tuple]:
         """(frame, worst goal's name, its miss from its own place [m], goals missed, its miss
@@ -877,7 +883,7 @@ class Baker:
                 ends.append(f"{len(part)} frame(s) at the range {name} ({frame_ranges(part)})")
         return "goals eased toward the animation, which goes on past the range, over " + " and ".join(ends)
 
-    def _record(self) -> None:
+    def _record(self, edit_error: float | None = None) -> None:
         frame, measured = self.worst
         iterations = self.goal_log[frame][4]
         bones = self.goal_names(frame)
@@ -898,7 +904,7 @@ class Baker:
         edit = self.edit is not None
         record(self.settings.last_solve, Figures(
             SolveResult(np.zeros(0), iterations, measured.errors, measured.converged),
-            drag_error=float(measured.errors[-1]) if edit else 0.0,
+            drag_error=(float(measured.errors[-1]) if edit_error is None else edit_error) if edit else 0.0,
             max_pin_error=self.max_pin_error,
             milliseconds=1000.0 * (time.perf_counter() - self.started), converged=measured.converged,
             message=message, eased_pin_error=self.eased_pin_error if self.eased_log else None,
