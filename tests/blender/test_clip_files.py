@@ -47,13 +47,20 @@ def metres_clip(path: Path) -> Path:
 
 
 def fbx_clip(path: Path) -> Path:
-    """``pymo_walk.bvh`` written to FBX by Blender (so its animation starts on frame 2 when read)."""
+    """``pymo_walk.bvh`` written to FBX by Blender with a mesh it deforms (its animation then
+    starts on frame 2 when read)."""
     scenes.empty_scene()
     for module in ("io_anim_bvh", "io_scene_fbx"):
         addon_utils.enable(module, default_set=True)
     assert bpy.ops.import_anim.bvh(filepath=str(FIXTURES / "pymo_walk.bvh"), global_scale=0.0254,
                                    update_scene_fps=True, update_scene_duration=True) == {"FINISHED"}
-    assert bpy.ops.export_scene.fbx(filepath=str(path), object_types={"ARMATURE"}, add_leaf_bones=False,
+    armature = bpy.context.object
+    bpy.ops.mesh.primitive_cube_add(size=0.2)  # the character's mesh, deformed by the skeleton
+    body = bpy.context.object
+    body.name = "Body"
+    body.parent = armature
+    body.modifiers.new("Armature", "ARMATURE").object = armature
+    assert bpy.ops.export_scene.fbx(filepath=str(path), object_types={"ARMATURE", "MESH"}, add_leaf_bones=False,
                                     bake_anim=True) == {"FINISHED"}
     return path
 
@@ -129,8 +136,10 @@ def test_a_cleaned_clip_stands_as_its_source_stood(cleaned, name):
     source, written, entry = cleaned[name]
     obj, frames = imported(source)
     fps = bpy.context.scene.render.fps / bpy.context.scene.render.fps_base
+    objects = sorted((o.type, o.name) for o in bpy.context.scene.objects)
     before = sizes(obj, frames)
     obj, written_frames = imported(written)
+    assert sorted((o.type, o.name) for o in bpy.context.scene.objects) == objects  # the mesh too
     assert written_frames == frames, (written_frames, frames)
     assert bpy.context.scene.render.fps / bpy.context.scene.render.fps_base == pytest.approx(fps)
     after = sizes(obj, written_frames)

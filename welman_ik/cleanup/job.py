@@ -280,8 +280,9 @@ def plant_figures(obj, found: list, frames: range) -> tuple[list[float], list[fl
 def export(obj, source: Path, output: Path, scale: float, frames: range) -> None:
     """The armature and its assigned action to ``output``, in the format its suffix names,
     as the source stands: a BVH in the source's own hierarchy, channels, axes and units
-    (``bvh.write``); an FBX by Blender's exporter, every frame keyed as baked (no curve
-    simplification), its times where the source's were."""
+    (``bvh.write``); an FBX by Blender's exporter with everything the file brought (its
+    meshes too), every frame keyed as baked (no curve simplification), its times where the
+    source's were."""
     if output.suffix.lower() == ".bvh":
         try:
             bvh.write(obj, source, output, scale, frames)
@@ -290,8 +291,6 @@ def export(obj, source: Path, output: Path, scale: float, frames: range) -> None
     else:
         if obj.mode != "OBJECT":
             bpy.ops.object.mode_set(mode="OBJECT")
-        for other in bpy.context.scene.objects:
-            other.select_set(other is obj)
         bpy.context.view_layer.objects.active = obj
         # The exporter writes frame f at time f / fps and the importer reads time t back as frame
         # t * fps + 1: the keys go one frame earlier, so the file is read back on the source's frames.
@@ -299,8 +298,9 @@ def export(obj, source: Path, output: Path, scale: float, frames: range) -> None
         scene = bpy.context.scene
         scene.frame_start, scene.frame_end = frames[0] - FBX_IMPORT_OFFSET, frames[-1] - FBX_IMPORT_OFFSET
         try:
+            # Everything the file brought (the character's meshes too), not the armature alone.
             _call(bpy.ops.export_scene.fbx, "could not write the FBX", filepath=str(output), check_existing=False,
-                  use_selection=True, object_types={"ARMATURE"}, add_leaf_bones=False, bake_anim=True,
+                  use_selection=False, add_leaf_bones=False, bake_anim=True,
                   bake_anim_use_all_actions=False, bake_anim_use_nla_strips=False,
                   bake_anim_force_startend_keying=True, bake_anim_simplify_factor=0.0, bake_anim_step=1.0)
         finally:
