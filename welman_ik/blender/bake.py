@@ -277,7 +277,9 @@ class Baker:
         self.shaped_log: dict[int, list] = {}  # frame -> [(pin, fields it was built with)] of the other kinds
         self.priorities: dict[int, tuple] = {}  # frame -> each goal's priority
         self.worst: tuple[int, Measured] | None = None  # the worst frame, evaluated
-        self.misses: list[tuple] = []  # every frame a pin missed its own location: (frame, goal, miss, goals, eased miss, eased)
+        # Every frame on which a goal missed its own place: (frame, goal, miss, goals missed,
+        # miss against the goal asked for, whether that goal was eased).
+        self.misses: list[tuple] = []
         # Frames whose goals were eased toward the animation (open range ends): frame -> (each
         # position goal's own target, the other kinds' pins as their own fields build them).
         self.eased_log: dict[int, tuple[np.ndarray, list]] = {}
@@ -898,8 +900,8 @@ class Baker:
             eased = [f for f, *_, was_eased in self.misses if was_eased]
             if eased:
                 message = (f"{what} is {measured.errors[i] * 1000:.2f} mm from its own location on frame {frame} "
-                           f"(evaluated); {self.eased_note()}: against the eased goals {self.eased_pin_error * 1000:.2f}"
-                           f" mm. Off its location on {len(self.misses)} frame(s): "
+                           f"(evaluated); {self.eased_note()}: against the eased goals "
+                           f"{self.eased_pin_error * 1000:.2f} mm. Off its location on {len(self.misses)} frame(s): "
                            f"{frame_ranges([f for f, *_ in self.misses])}")
         edit = self.edit is not None
         record(self.settings.last_solve, Figures(

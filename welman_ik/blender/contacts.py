@@ -122,8 +122,8 @@ def held_at_ends(found: dict, paths: dict, open_start: bool, open_end: bool) -> 
         last = len(path) - 1
         held = []
         for plant in plants:
-            ends = [path[i] for i, cut in ((0, open_start and plant.first == 0), (last, open_end and plant.last == last))
-                    if cut]
+            cuts = ((0, open_start and plant.first == 0), (last, open_end and plant.last == last))
+            ends = [path[i] for i, cut in cuts if cut]
             held.append(dataclasses.replace(plant, point=np.mean(ends, axis=0)) if ends else plant)
         out[point] = held
     return out
