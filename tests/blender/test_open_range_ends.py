@@ -47,6 +47,12 @@ def test_plants_hold_up_to_open_range_ends(clip, feet, first, last):
     points = list(dict.fromkeys((bone, anchor) for bone, anchor, *_ in pins))
     frames = range(first - 1, last + 2)  # a frame of the animation on either side
     before = points_on(obj, points, frames)
+    for bone, anchor, start, end, place in pins:  # a cut plant is held where the clip has it on the end
+        ends = [before[at, points.index((bone, anchor))] for at, cut in ((1, start == first), (-2, end == last)) if cut]
+        if len(ends) == 1 and not (anchor == 1.0 and any(p[:2] == (bone, 0.0) for p in pins)):
+            assert np.linalg.norm(place - ends[0]) < 1e-5, (bone, anchor, start, end)  # (a toe follows its heel)
+        elif len(ends) == 2 and anchor == 0.0:
+            assert np.linalg.norm(place - np.mean(ends, axis=0)) < 1e-5, (bone, anchor, start, end)
     assert bpy.ops.welman_ik.bake(frame_start=first, frame_end=last) == {"FINISHED"}
     assert obj.animation_data.action.name.endswith(".welman_bake")
     after = points_on(obj, points, frames)
