@@ -85,6 +85,24 @@ def test_frames_that_need_a_straight_knee_are_left_out():
     assert np.allclose(plant.point, heel[:plant.last + 1].mean(axis=0))
 
 
+def test_plants_cut_by_an_open_end_are_held_where_the_path_is_there():
+    """A creeping point: a plant at the sampled range's first sample is held at that sample
+    when the range is open there, one at the last sample at the last, one across both half
+    way; a plant inside, and any plant at a closed end, keeps its average."""
+    path = np.column_stack([np.linspace(0.0, 0.03, 30), np.zeros(30), np.zeros(30)])
+    plants = [contacts.Plant(0, 9, path[0:10].mean(axis=0)), contacts.Plant(12, 17, path[12:18].mean(axis=0)),
+              contacts.Plant(20, 29, path[20:30].mean(axis=0))]
+    held = contacts.held_at_ends(path, plants, True, True)
+    np.testing.assert_array_equal(held[0].point, path[0])
+    np.testing.assert_array_equal(held[1].point, plants[1].point)
+    np.testing.assert_array_equal(held[2].point, path[29])
+    assert [(p.first, p.last) for p in held] == [(0, 9), (12, 17), (20, 29)]
+    closed = contacts.held_at_ends(path, plants, False, False)
+    assert all(np.array_equal(a.point, b.point) for a, b in zip(closed, plants, strict=True))
+    (across,) = contacts.held_at_ends(path, [contacts.Plant(0, 29, path.mean(axis=0))], True, True)
+    np.testing.assert_allclose(across.point, (path[0] + path[29]) / 2.0)
+
+
 def test_bent_reach():
     assert contacts.bent_reach(0.4, 0.5, 0.0) == pytest.approx(0.9)
     assert contacts.bent_reach(0.4, 0.5, math.pi / 2) == pytest.approx(math.hypot(0.4, 0.5))

@@ -3,7 +3,6 @@ plants ``core.contacts`` finds in them, as pins with frame ranges (Detect Contac
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -87,7 +86,8 @@ def plants(settings, points: list[Point], paths: dict, fps: float = SPEED_FPS,
            open_ends: tuple[bool, bool] = (False, False)) -> dict[Point, list[contacts.Plant]]:
     """Each point's plants under the settings' thresholds, sampled at ``fps`` (the speed
     threshold scales with it: a 120 fps clip moves a quarter as far per frame); plants cut
-    by an ``open_ends`` end (start, end) of the sampled range held there (``held_at_ends``);
+    by an ``open_ends`` end (start, end) of the sampled range held there
+    (``core.contacts.held_at_ends``);
     a bone's tail plants agree with its head plants where both hold at once."""
     found = {}
     speed = settings.contact_speed * SPEED_FPS / max(fps, 1e-6)
@@ -100,8 +100,8 @@ def plants(settings, points: list[Point], paths: dict, fps: float = SPEED_FPS,
             hip, knee_joint = paths[(p.leg[0], 0.0)], paths[(p.leg[1], 0.0)]
             knee = {"hips": hip, "upper": float(np.median(np.linalg.norm(knee_joint - hip, axis=1))),
                     "lower": np.linalg.norm(path - knee_joint, axis=1), "bend": settings.contact_knee_bend}
-        found[p] = contacts.held(path, ranges, settings.contact_min_frames, **knee)
-    found = held_at_ends(found, paths, *open_ends)
+        found[p] = contacts.held_at_ends(path, contacts.held(path, ranges, settings.contact_min_frames, **knee),
+                                         *open_ends)
     for p in points:
         heel = next((q for q in points if q.bone == p.bone and q.anchor < p.anchor), None)
         if heel is not None:
@@ -110,20 +110,3 @@ def plants(settings, points: list[Point], paths: dict, fps: float = SPEED_FPS,
             found[p] = contacts.paired(found[heel], found[p], length, settings.contact_min_frames)
     return found
 
-
-def held_at_ends(found: dict, paths: dict, open_start: bool, open_end: bool) -> dict:
-    """The plants cut by an open end of the sampled range (the animation goes on past it)
-    held where the animation has the point on that end frame, so the bake needs no
-    correction there and nothing jumps where the baked range meets the animation; a plant
-    cut by both ends half way between the two. The other plants keep their average place."""
-    out = {}
-    for point, plants in found.items():
-        path = paths[(point.bone, point.anchor)]
-        last = len(path) - 1
-        held = []
-        for plant in plants:
-            cuts = ((0, open_start and plant.first == 0), (last, open_end and plant.last == last))
-            ends = [path[i] for i, cut in cuts if cut]
-            held.append(dataclasses.replace(plant, point=np.mean(ends, axis=0)) if ends else plant)
-        out[point] = held
-    return out

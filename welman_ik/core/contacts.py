@@ -107,6 +107,21 @@ def held(positions: np.ndarray, ranges: list[tuple[int, int]], min_frames: int, 
     return plants
 
 
+def held_at_ends(positions: np.ndarray, plants: list[Plant], open_start: bool, open_end: bool) -> list[Plant]:
+    """``plants`` of a sampled path (k, 3) with those cut by an open end of the sampled range
+    (the animation goes on past it: ``open_start``, ``open_end``) held where the path is on
+    that end sample, so a bake needs no correction there and nothing jumps where the baked
+    range meets the animation; a plant cut by both ends half way between the two. The other
+    plants keep their place."""
+    last = len(positions) - 1
+    out = []
+    for plant in plants:
+        ends = [positions[i] for i, cut in ((0, open_start and plant.first == 0),
+                                            (last, open_end and plant.last == last)) if cut]
+        out.append(Plant(plant.first, plant.last, np.mean(ends, axis=0)) if ends else plant)
+    return out
+
+
 def paired(heel: list[Plant], toe: list[Plant], length: float, min_frames: int = 1) -> list[Plant]:
     """Toe plants made consistent with the heel plants of the same rigid bone, so that both
     can be held at once: where a toe plant overlaps heel plants, its point is put at
