@@ -213,13 +213,21 @@ def list_misses(settings, misses) -> None:
     settings.active_miss_index = 0
 
 
-def held_in_full(pin) -> bool:
-    """A fixed pin with its own frame range (a plant, or any pin the user gave frames) holds
-    in full on every frame it is in force, up to an open range end too: Detect Contacts
-    places a plant cut by the range's end where the animation has it on that end frame, so
-    nothing jumps there. A pin in force always is eased toward the animation near an open
-    range end instead."""
-    return not pin.follow and not (pin.frame_start == 0 and pin.frame_end == 0)
+def pin_share(pin, share: float) -> float:
+    """The share of ``pin``'s way from the animation to its own place that its goal asks for
+    on a frame whose range weight is ``share``. A fixed pin with its own frame range (a plant,
+    or any pin the user gave frames) holds in full on every frame it is in force, up to an
+    open range end too: Detect Contacts places a plant cut by the range's end where the
+    animation has it on that end frame, so nothing jumps there. A pin in force always is
+    eased toward the animation near an open range end instead."""
+    return 1.0 if not pin.follow and not (pin.frame_start == 0 and pin.frame_end == 0) else share
+
+
+def is_eased(pin, share: float) -> bool:
+    """Whether ``pin``'s goal on a frame with range weight ``share`` is eased away from its own
+    place (a follow pin's own place is the animation's, so easing leaves it there; an aim, a
+    together and a balance pin hold in full)."""
+    return pin_share(pin, share) < 1.0 and not pin.follow and pin.kind not in {"TOGETHER", "BALANCE", "AIM"}
 
 
 class Baker:
@@ -460,7 +468,7 @@ class Baker:
         goal eased that share of the way from the animated pose."""
         out = []
         for pin in self._pins(frame):
-            eased = 1.0 if held_in_full(pin) else share
+            eased = pin_share(pin, share)
             if pin.kind in SHAPED_KINDS:
                 out.append((pin, self._shaped_fields(model, animated, pin, eased)))
                 continue
@@ -471,13 +479,6 @@ class Baker:
             target = origin if pin.follow else self.fixed_goals[self._pin_index[pin.as_pointer()]]
             out.append((pin, origin + eased * (target - origin) if eased < 1.0 else target))
         return out
-
-    def is_eased(self, pin, share: float) -> bool:
-        """Whether ``pin``'s goal on a frame with range weight ``share`` is eased away from its
-        own place (a follow pin's own place is the animation's, so easing leaves it there;
-        an aim, a together and a balance pin hold in full)."""
-        return (share < 1.0 and not held_in_full(pin) and not pin.follow
-                and pin.kind not in {"TOGETHER", "BALANCE", "AIM"})
 
     def _shaped_fields(self, model: RigModel, animated, pin, share: float = 1.0) -> dict:
         """The fields a pin of another kind than POSITION is built with on a frame: a follow
@@ -519,7 +520,7 @@ class Baker:
             if pin.kind in SHAPED_KINDS:
                 continue
             bone, anchor, weight = pin.bone, pin.anchor, pin.weight
-            goals.append(self._position_goal(pin, target, pin_priority, 1.0 if held_in_full(pin) else share))
+            goals.append(self._position_goal(pin, target, pin_priority, pin_share(pin, share)))
             log.append((bone, anchor, target, weight, pin_priority))
         support = support_points(in_force)
         goals += [shaped_goals.build(self.obj, model, animated, pin, pin_priority, support, **fields)
@@ -566,13 +567,14 @@ class Baker:
                                     result.iterations)
             self.priorities[frame] = priorities
             self.shaped_log[frame] = ([(pin, fields, pin_priority) for pin, fields in shaped], support)
-            if any(self.is_eased(pin, share) for pin, _ in in_force):
+            eased = {pin.as_pointer() for pin, _ in in_force if is_eased(pin, share)}
+            if eased:
                 # What each pin asks for on its own, to measure the eased frame against too.
-                own = [self.fixed_goals[self._pin_index[pin.as_pointer()]] if self.is_eased(pin, share) else target
+                own = [self.fixed_goals[self._pin_index[pin.as_pointer()]] if pin.as_pointer() in eased else target
                        for pin, target in in_force if pin.kind not in SHAPED_KINDS]
                 own += [log[-1][2]] if edit is not None else []
                 self.eased_log[frame] = (np.array(own, dtype=float).reshape(-1, 3),
-                                         [(pin, {} if self.is_eased(pin, share) else fields, pin_priority)
+                                         [(pin, {} if pin.as_pointer() in eased else fields, pin_priority)
                                           for pin, fields in shaped])
         return float(result.errors[:reported].max(initial=0.0))
 
