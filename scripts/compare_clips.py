@@ -43,17 +43,19 @@ from welman_ik.cleanup.job import extent, quiet, walk
 ANCHORS = {"heel": 0.0, "toe": 1.0}
 
 
-def imported(path: Path, scale: float | None = None):
-    """``path`` in an empty scene through Blender's importer (its defaults, or ``scale`` for a
-    BVH): the armature with the most bones and its action's frames."""
+def imported(path: Path, **options):
+    """``path`` in an empty scene through Blender's importer with ``options`` (else its
+    defaults): the armature with the most bones and its action's frames."""
     bpy.ops.wm.read_homefile(use_empty=True)
     for module in ("io_anim_bvh", "io_scene_fbx"):
         addon_utils.enable(module, default_set=True)
     with quiet():
         if path.suffix.lower() == ".bvh":
-            bpy.ops.import_anim.bvh(filepath=str(path), **({"global_scale": scale} if scale else {}))
+            done = bpy.ops.import_anim.bvh(filepath=str(path), **options)
         else:
-            bpy.ops.import_scene.fbx(filepath=str(path))
+            done = bpy.ops.import_scene.fbx(filepath=str(path), **options)
+    if done != {"FINISHED"}:
+        raise RuntimeError(f"could not import {path}: {done}")
     obj = max((o for o in bpy.context.scene.objects if o.type == "ARMATURE"), key=lambda o: len(o.data.bones))
     first, last = (round(v) for v in obj.animation_data.action.frame_range)
     return obj, range(first, last + 1)
@@ -90,7 +92,8 @@ def main(argv=None) -> int:
               f"frames {len(was.motion)} and {len(now.motion)}, frame time {was.frame_time:g} and {now.frame_time:g}")
     if args.report:
         entry = next(e for e in json.loads(args.report.read_text()) if e["file"] == args.cleaned.name)
-        obj, _ = imported(args.cleaned, entry.get("scale") if args.cleaned.suffix.lower() == ".bvh" else None)
+        options = {"global_scale": entry["scale"]} if args.cleaned.suffix.lower() == ".bvh" else {}
+        obj, _ = imported(args.cleaned, **options)
         worst = [0.0, 0.0, 0.0, 0.0]  # drift and distance measured, and their differences from the report
         for plant in entry.get("plants", []):
             span = range(plant["frame_start"], plant["frame_end"] + 1)

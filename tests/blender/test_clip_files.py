@@ -18,6 +18,7 @@ import bpy
 import numpy as np
 import pytest
 import scenes
+from compare_clips import imported
 from conftest import FIXTURES, world_point
 
 from welman_ik.cleanup import bvh
@@ -63,21 +64,6 @@ def fbx_clip(path: Path) -> Path:
     assert bpy.ops.export_scene.fbx(filepath=str(path), object_types={"ARMATURE", "MESH"}, add_leaf_bones=False,
                                     bake_anim=True) == {"FINISHED"}
     return path
-
-
-def imported(path: Path, **options):
-    """``path`` in a fresh scene through its importer with ``options`` (else the defaults):
-    the armature and its action's frames."""
-    scenes.empty_scene()
-    for module in ("io_anim_bvh", "io_scene_fbx"):
-        addon_utils.enable(module, default_set=True)
-    if path.suffix == ".bvh":
-        assert bpy.ops.import_anim.bvh(filepath=str(path), **options) == {"FINISHED"}
-    else:
-        assert bpy.ops.import_scene.fbx(filepath=str(path), **options) == {"FINISHED"}
-    obj = max((o for o in bpy.context.scene.objects if o.type == "ARMATURE"), key=lambda o: len(o.data.bones))
-    first, last = (round(v) for v in obj.animation_data.action.frame_range)
-    return obj, range(first, last + 1)
 
 
 def sizes(obj, frames) -> np.ndarray:

@@ -434,8 +434,8 @@ def clip_frames(obj, missing: str) -> range:
 def read_back(path: Path, scale: float, found: list, source: Clip) -> tuple[tuple[list, list], np.ndarray]:
     """The written file imported again in a fresh scene with the importer's settings of the
     source: its plants' drifts and distances from their places (``plant_figures``) and its
-    size along each axis on each frame [m]. A file that does not keep the baked clip's frames, frame rate or joints, or
-    does not stand as it stood, is a ClipError."""
+    size along each axis on each frame [m]. A file that does not keep the baked clip's
+    frames, frame rate or joints, or does not stand as it stood, is a ClipError."""
     fresh_scene()
     obj, _ = import_bvh(path, scale) if path.suffix.lower() == ".bvh" else import_fbx(path)
     frames = clip_frames(obj, "the written file has no animation")
