@@ -78,7 +78,8 @@ import addon_utils
 import scenes
 
 from welman_ik.blender import keyframes
-from welman_ik.cleanup.job import extent, find_feet, sample, select_only
+from welman_ik.cleanup.job import find_feet, select_only
+from welman_ik.cleanup.measure import extent, sample
 
 FIXTURES = ROOT / "tests" / "fixtures"
 SCALES = {  # metres per BVH unit, by file name

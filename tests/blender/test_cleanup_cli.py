@@ -22,7 +22,8 @@ import scenes
 from conftest import FIXTURES, ROOT
 
 from welman_ik.cleanup import gather
-from welman_ik.cleanup.job import ClipError, check_bvh, check_fbx, clean, extent, reason, sample
+from welman_ik.cleanup.job import ClipError, check_bvh, check_fbx, clean, reason
+from welman_ik.cleanup.measure import extent, sample
 
 CLIPS = ("mixamo_clip.bvh", "mocapbank_clip.bvh", "pymo_walk.bvh")
 FIELDS = {"file", "status", "frames", "contacts", "slide_before_mm", "slide_after_mm", "max_pin_error_mm", "seconds"}

@@ -1,0 +1,62 @@
+"""A clip measured on the pose Blender evaluates, one evaluation per frame: points' world
+paths, the skeleton's size along each axis, and each plant's drift and distance from its
+held place (the clean-up's figures, for the clip in memory and for the file read back)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import bpy
+import numpy as np
+
+
+def sample(obj, points: Sequence[tuple[str, float]], frames: range) -> np.ndarray:
+    """World positions (frames, k, 3) of ``points`` (bone, anchor: 0 head, 1 tail) on the
+    evaluated pose of every frame; the scene is left on its first frame."""
+    return walk(obj, points, frames)[0]
+
+
+def walk(obj, points: Sequence[tuple[str, float]], frames: range) -> tuple[np.ndarray, np.ndarray]:
+    """One evaluation per frame: the world positions (frames, k, 3) of ``points`` and the
+    skeleton's size (frames, 3) along world X, Y and Z (every bone's head and tail); the
+    scene is left on its first frame."""
+    scene = bpy.context.scene
+    index = {name: i for i, name in enumerate(obj.pose.bones.keys())}
+    rows = np.array([index[bone] for bone, _ in points], dtype=int)
+    anchors = np.array([anchor for _, anchor in points], dtype=float)[:, None]
+    count = len(index)
+    heads, tails = np.empty(count * 3, dtype=np.float32), np.empty(count * 3, dtype=np.float32)
+    out, sizes = np.empty((len(frames), len(points), 3)), np.empty((len(frames), 3))
+    for i, frame in enumerate(frames):
+        scene.frame_set(frame)
+        evaluated = obj.evaluated_get(bpy.context.evaluated_depsgraph_get())
+        evaluated.pose.bones.foreach_get("head", heads)
+        evaluated.pose.bones.foreach_get("tail", tails)
+        world = np.array(evaluated.matrix_world, dtype=float)
+        ends = np.concatenate([heads.reshape(-1, 3), tails.reshape(-1, 3)]) @ world[:3, :3].T + world[:3, 3]
+        head, tail = ends[:count][rows], ends[count:][rows]
+        out[i] = head + anchors * (tail - head)
+        sizes[i] = np.ptp(ends, axis=0)
+    scene.frame_set(frames[0])
+    return out, sizes
+
+
+def extent(path: np.ndarray) -> float:
+    """The largest distance [m] between any two of the positions ``path`` (n, 3): how far a
+    planted point drifts over its plant."""
+    return float(np.linalg.norm(path[:, None, :] - path[None, :, :], axis=-1).max()) if len(path) else 0.0
+
+
+def plant_figures(obj, found: list, frames: range) -> tuple[list[float], list[float], np.ndarray]:
+    """Each plant's drift [m] over its frames, its point's largest distance [m] from its held
+    place there, and the skeleton's size on each frame (``walk``), on the evaluated pose of
+    the assigned action."""
+    points = list(dict.fromkeys((bone, anchor) for bone, anchor, *_ in found))
+    paths, sizes = walk(obj, points, frames)
+    column = {point: k for k, point in enumerate(points)}
+    drifts, misses = [], []
+    for bone, anchor, first, last, place in found:
+        path = paths[first - frames[0]:last - frames[0] + 1, column[bone, anchor]]
+        drifts.append(extent(path))
+        misses.append(float(np.linalg.norm(path - place, axis=1).max(initial=0.0)))
+    return drifts, misses, sizes
