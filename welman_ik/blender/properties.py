@@ -201,6 +201,15 @@ class WELMAN_IK_Settings(bpy.types.PropertyGroup):
         description="How strongly the joints the goals leave free keep to the preferred pose "
         "(the share of the way back taken per iteration; 0: off)",
     )
+    gaze: BoolProperty(
+        name="Keep Gaze", default=True, override=OVERRIDABLE,
+        description="While the body moves, the neck keeps the head looking where it looked (unless a pin is on the "
+                    "head), below every pin and the drag",
+    )
+    gaze_bone: StringProperty(
+        name="Gaze Bone", default="", override=OVERRIDABLE,
+        description="The bone that keeps its world orientation (empty: the head, found by the rig's naming)",
+    )
     pins_first: BoolProperty(
         name="Pins First", default=True, override=OVERRIDABLE,
         description="On conflict, pins hold and the dragged bone stops at the closest reachable point; "

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..core import SOLVERS, PositionGoal, Problem, SolveResult
-from . import driven, keyframes
+from . import body, driven, keyframes
 from .evaluated import FLOAT32_SLACK, GoalSet, Measured, anchor_points
 from .evaluated import measure as evaluated_measure
 from .evaluated import slack as evaluated_slack
@@ -174,6 +174,9 @@ class DragSolver:
         for p, fields in shaped:
             check_goal_point(f"The location of {describe(p)}", fields.get("location", p.location), self.reach)
         names = [bone] + [p.bone for p, _ in pins] + [n for p, _ in shaped for n in pin_bones(obj, p)]
+        gaze = body.gaze_bone(obj, settings)
+        if gaze:  # its neck takes part, to keep it looking where it looked
+            names.append(gaze)
         translating = translating_bones(obj, bone)
         check_goal_bones(obj, bone, [p.bone for p, _ in pins] + held_bones([p for p, _ in shaped]),
                          translating if anchor == 0.0 else ())
@@ -187,6 +190,9 @@ class DragSolver:
         if not self.model.moves_point(bone):
             raise RigError(f"Nothing can move bone '{bone}': it and the bones above it are locked")
         pin_priority, drag_priority = (0, 1) if settings.pins_first else (1, 0)
+        # The girdle and the trunk join only for what the limbs cannot do; the neck keeps the gaze.
+        self.tiers = body.tiers(obj, self.model)
+        self.gaze = self.model.bones[gaze].frame_joint if gaze else None
         self.pin_goals = []
         for (p, _), target in zip(pins, targets):
             joint, local = self.model.anchor_local(p.bone, p.anchor)
@@ -228,6 +234,8 @@ class DragSolver:
             reference=self.reference if prefer else None,
             reference_weight=s.reference_weight,
             ranges=self.model.ranges,
+            tiers=self.tiers,
+            gaze=self.gaze,
         )
 
     def solve(self, target, time_budget: float | None = None, tolerance: float | None = None,

@@ -33,6 +33,13 @@ class Problem:
                 by the tree's size] the joints keep to ``reference``.
     ranges:     spherical joint ranges (swing cone and twist) of ball joints, enforced by
                 every solver on top of the per-joint limits (``constrain``).
+    tiers:      (n,) int, which joints join when (``solvers.limbs_first``): the joints of
+                tier 0 (the limbs) solve first, tier 1 (the shoulder girdle) joins only for
+                what they cannot do, tier 2 (the trunk) only for what is still left; None:
+                every joint shares every goal.
+    gaze:       a joint whose frame keeps its world orientation (at ``reference``, else at the
+                start) as far as the joints that move nothing else can keep it: the head, kept
+                looking where it looked by the neck (``solvers.limbs_first``); None: no gaze.
     """
 
     skeleton: Skeleton
@@ -45,6 +52,8 @@ class Problem:
     reference: np.ndarray | None = None
     reference_weight: float = 1.0
     ranges: SphericalRanges | None = None
+    tiers: np.ndarray | None = None
+    gaze: int | None = None
 
     def __post_init__(self) -> None:
         if self.ranges is not None:

@@ -1,0 +1,187 @@
+"""The limbs first, the trunk for the rest, and the head kept looking where it looked.
+
+A least-norm step shares each goal among every joint that moves it, in proportion to its
+lever; the trunk's joints have long levers to a hand, so they would take a large share of
+any reach, and the head would turn with the chest. A person reaching does neither: the arm
+reaches, the shoulder girdle joins when the arm is not long enough, the trunk leans only when
+even that is not enough, and the eyes stay on what they looked at. So, around any solver,
+with ``problem.tiers`` (0 the limbs, 1 the shoulder girdle, 2 the trunk):
+
+1. **The limbs.** The joints of the higher tiers are held at their preferred pose
+   (``problem.reference``; without one, where they are), and so are the joints that keep
+   the gaze (below); the limbs solve every goal. If that meets them, it is the answer.
+2. **Each tier for the rest.** Only while a goal is still unmet, the next tier joins and the
+   solve goes on from where the last stage got. The limbs are already stretched toward their
+   goals, so the joints that join take only what remains (and the solver's own preferred
+   pose keeps that least). The last stage has every joint.
+
+A stage is skipped when it cannot help: a goal that none of its joints moves (the pelvis
+dragged, while only the limbs may move), a goal of a kind with no bone of its own (the
+balance), or a position goal farther from where its limb hangs than the limb is long.
+
+**The gaze** (``problem.gaze``, the head's joint): after the stages, the joints that turn
+the head and move no goal (the neck) turn it back to its world orientation at the preferred
+pose, as a goal below every other: the same solver, on those joints alone, within their
+limits and ranges. What they cannot keep, the head turns with the chest.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import time
+from collections.abc import Callable
+
+import numpy as np
+
+from ..goals import OrientationGoal, PoseGoal, PositionGoal
+from ..problem import Problem, SolveResult, check_start, goal_errors
+
+GAZE_TOLERANCE = 1e-4  # [rad] the head counts as kept within this turn
+GAZE_ITERATIONS = 50
+
+
+def limbs_first(solve: Callable[[Problem, np.ndarray], SolveResult]) -> Callable[[Problem, np.ndarray], SolveResult]:
+    """``solve`` staged as the module docstring says; problems without tiers or a gaze go
+    straight to it."""
+
+    @functools.wraps(solve)
+    def staged(problem: Problem, q0) -> SolveResult:
+        if problem.tiers is None and problem.gaze is None:
+            return solve(problem, q0)
+        deadline = problem.deadline()
+        inner = dataclasses.replace(problem, tiers=None, gaze=None)
+        q = check_start(problem, q0)
+        movable = problem.movable()
+        tiers = np.zeros(len(q), np.intp) if problem.tiers is None else np.asarray(problem.tiers, np.intp)
+        levels = np.unique(tiers[movable])
+        neck = gaze_joints(problem, movable & (tiers == (levels[0] if levels.size else 0)))
+        if problem.reference is not None and levels.size > 1:
+            held = (tiers > levels[0]) | neck
+            q = q.copy()
+            q[held] = np.asarray(problem.reference, dtype=float)[held]
+            q = problem.constrain(q)
+        result = None
+        for level in levels[:-1]:
+            joining = movable & (tiers <= level) & ~neck
+            if time.perf_counter() > deadline or not limbs_can_serve(problem, joining, q):
+                continue
+            stage = solve(_within(inner, deadline, active=joining), q)
+            result = stage if result is None else _joined(result, stage)
+            q = stage.q
+            if stage.converged:
+                break
+        if result is None or not result.converged:
+            stage = solve(_within(inner, deadline), q)
+            result = stage if result is None else _joined(result, stage)
+        if neck.any():
+            result = keep_gaze(solve, problem, result, neck, deadline)
+        return result
+
+    return staged
+
+
+def _joined(before: SolveResult, after: SolveResult) -> SolveResult:
+    """``after``, with the iterations and history of the stage ``before`` it."""
+    return dataclasses.replace(after, iterations=before.iterations + after.iterations,
+                               history=before.history + after.history)
+
+
+def _within(problem: Problem, deadline: float, **changes) -> Problem:
+    """``problem`` with what is left of the time budget until ``deadline``."""
+    if problem.time_budget is not None:
+        changes["time_budget"] = max(0.0, deadline - time.perf_counter())
+    return dataclasses.replace(problem, **changes)
+
+
+def goal_joints(problem: Problem) -> list[np.ndarray] | None:
+    """The joints each goal (of weight > 0) is measured on; None when a goal has none of its
+    own (a balance of the whole body)."""
+    joints = []
+    for goal in problem.goals:
+        if goal.weight <= 0.0:
+            continue
+        own = getattr(goal, "joint", None)
+        if own is None:
+            return None
+        joints.append(np.asarray(own, dtype=np.intp).reshape(-1))
+    return joints
+
+
+def limbs_can_serve(problem: Problem, limbs: np.ndarray, q: np.ndarray) -> bool:
+    """Whether every goal has a limb joint above it, and every position goal is within its
+    limb's length of where the limb hangs (at ``q``)."""
+    joints = goal_joints(problem)
+    if joints is None:
+        return False
+    sk = problem.skeleton
+    above = [sk.ancestors[j].any(axis=0) for j in joints]
+    if not all((a & limbs).any() for a in above):
+        return False
+    kin = sk.forward(q)
+    for goal, a in zip((g for g in problem.goals if g.weight > 0.0), above):
+        position = goal.position if isinstance(goal, PoseGoal) else goal
+        if type(position) is not PositionGoal:
+            continue
+        chain = np.flatnonzero(a)  # the goal's joint and every joint above it, parents first
+        root = int(np.flatnonzero(a & limbs)[0])  # the limb's topmost joint
+        chain = chain[chain >= root]
+        if sk.prismatic[chain].any():
+            continue
+        point = kin.points(position.joint, position.local)[0]
+        path = np.vstack([kin.origins[chain], point])
+        length = float(np.linalg.norm(np.diff(path, axis=0), axis=1).sum())
+        if np.linalg.norm(np.asarray(position.target) - path[0]) > length + problem.tolerance:
+            return False
+    return True
+
+
+def gaze_joints(problem: Problem, candidates: np.ndarray) -> np.ndarray:
+    """(n,) bool: the joints among ``candidates`` that turn the gaze's joint and move no goal
+    (the neck, when no goal is on the head)."""
+    sk = problem.skeleton
+    chosen = np.zeros(sk.size, dtype=bool)
+    if problem.gaze is None or not 0 <= problem.gaze < sk.size:
+        return chosen
+    joints = goal_joints(problem)
+    if joints is None:
+        return chosen
+    moving_goals = np.zeros(sk.size, dtype=bool)
+    for j in joints:
+        moving_goals |= sk.ancestors[j].any(axis=0)
+    return candidates & sk.ancestors[problem.gaze] & ~moving_goals & ~sk.prismatic
+
+
+def keep_gaze(solve, problem: Problem, result: SolveResult, neck: np.ndarray, deadline: float) -> SolveResult:
+    """``result`` with the neck (``neck``) turned so that the gaze's joint keeps its world
+    orientation at the preferred pose (or the start), as far as the neck can; taken only if
+    no goal is then further from being met than the tolerance allows."""
+    sk = problem.skeleton
+    look = problem.reference if problem.reference is not None else result.q
+    wanted = _rotation(sk.forward(np.asarray(look, dtype=float)).frames[problem.gaze])
+    kin = sk.forward(result.q)
+    now = _rotation(kin.frames[problem.gaze])
+    if _angle(now, wanted) <= GAZE_TOLERANCE or time.perf_counter() > deadline:
+        return result
+    goal = OrientationGoal(problem.gaze, wanted)
+    sub = Problem(sk, [goal], active=neck, tolerance=GAZE_TOLERANCE, max_iterations=GAZE_ITERATIONS,
+                  damping=problem.damping, ranges=problem.ranges,
+                  time_budget=None if problem.time_budget is None else max(0.0, deadline - time.perf_counter()))
+    turned = solve(sub, result.q)
+    if _angle(_rotation(sk.forward(turned.q).frames[problem.gaze]), wanted) >= _angle(now, wanted):
+        return result
+    errors = goal_errors(problem.goals, sk.forward(turned.q))
+    if np.any(errors > np.maximum(result.errors, problem.tolerance)):
+        return result
+    return dataclasses.replace(result, q=turned.q, errors=errors, iterations=result.iterations + turned.iterations,
+                               converged=bool(np.all(errors <= problem.tolerance)))
+
+
+def _rotation(frame: np.ndarray) -> np.ndarray:
+    """The rotation of a frame, its scale taken out."""
+    u, _, vt = np.linalg.svd(frame[:3, :3])
+    return u @ vt
+
+
+def _angle(a: np.ndarray, b: np.ndarray) -> float:
+    return float(np.arccos(np.clip((np.trace(a.T @ b) - 1.0) / 2.0, -1.0, 1.0)))
