@@ -26,14 +26,13 @@ def parts(obj) -> tuple[frozenset, frozenset, frozenset, str]:
 
 
 def tiers(obj, model) -> np.ndarray | None:
-    """(n,) each joint of ``model`` (a ``RigModel`` of ``obj``): 0 a limb's, 1 the shoulder
-    girdle's, 2 the trunk's (``core.solvers.limbs_first``); None when the rig has no trunk."""
-    trunk, girdle, _, _ = parts(obj)
+    """(n,) each joint of ``model`` (a ``RigModel`` of ``obj``): 0 a limb's (the shoulder
+    girdle moves with its arm, as a reach lifts the shoulder), 1 the trunk's
+    (``core.solvers.limbs_first``); None when the rig has no trunk."""
     tier = np.zeros(model.skeleton.size, dtype=np.intp)
-    for names, level in ((girdle, 1), (trunk, 2)):
-        for name in names & model.bones.keys():
-            joints = model.bones[name]
-            tier[[*joints.hinges.values(), *joints.slides.values()]] = level
+    for name in parts(obj)[0] & model.bones.keys():
+        joints = model.bones[name]
+        tier[[*joints.hinges.values(), *joints.slides.values()]] = 1
     return tier if tier.any() else None
 
 

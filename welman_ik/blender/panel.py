@@ -178,6 +178,10 @@ class WELMAN_IK_PT_main(SidebarPanel, bpy.types.Panel):
         col.prop(settings, "reference")
         if settings.reference != "NONE":
             col.prop(settings, "reference_weight")
+        col = layout.column(align=True)
+        col.prop(settings, "gaze")
+        if settings.gaze:
+            col.prop_search(settings, "gaze_bone", context.object.data, "bones", text="Gaze Bone")
         layout.prop(settings, "pins_first")
         layout.prop(settings, "chain_length")
         layout.prop(settings, "keyframes")

@@ -40,6 +40,8 @@ class Problem:
     gaze:       a joint whose frame keeps its world orientation (at ``reference``, else at the
                 start) as far as the joints that move nothing else can keep it: the head, kept
                 looking where it looked by the neck (``solvers.limbs_first``); None: no gaze.
+    idle:       (n,) bool, joints in the tree only for the gaze (the neck): the solvers' weights
+                (``subtree``, the carried lengths) leave them out, so that they change nothing.
     """
 
     skeleton: Skeleton
@@ -54,6 +56,7 @@ class Problem:
     ranges: SphericalRanges | None = None
     tiers: np.ndarray | None = None
     gaze: int | None = None
+    idle: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         if self.ranges is not None:
@@ -75,6 +78,18 @@ class Problem:
         if self.active is not None:
             movable &= np.asarray(self.active, dtype=bool)
         return movable
+
+    def in_play(self) -> np.ndarray | None:
+        """(n,) bool: the joints the solvers' weights count, all but ``idle``; None: all."""
+        if self.idle is None or not np.any(self.idle):
+            return None
+        return ~np.asarray(self.idle, dtype=bool)
+
+    def subtree(self) -> np.ndarray:
+        """(n,) how many joints in play (``in_play``) each joint moves, itself included."""
+        mask = self.in_play()
+        sk = self.skeleton
+        return sk.subtree if mask is None else np.maximum(mask.astype(float) @ sk.ancestors, 1.0)
 
     def deadline(self) -> float:
         return np.inf if self.time_budget is None else time.perf_counter() + self.time_budget

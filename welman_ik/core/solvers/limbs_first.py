@@ -39,6 +39,9 @@ from ..problem import Problem, SolveResult, check_start, goal_errors
 
 GAZE_TOLERANCE = 1e-4  # [rad] the head counts as kept within this turn
 GAZE_ITERATIONS = 50
+REACH_SHARE = 0.95  # a limb serves alone only targets within this share of its length: a limb held
+# straight has no way back but a flop of its last joint (a straight arm pulled in bends the wrist)
+HELD = 100.0  # a goal within this many tolerances of its target is held where it is, not reached for
 
 
 def limbs_first(solve: Callable[[Problem, np.ndarray], SolveResult]) -> Callable[[Problem, np.ndarray], SolveResult]:
@@ -49,13 +52,14 @@ def limbs_first(solve: Callable[[Problem, np.ndarray], SolveResult]) -> Callable
     def staged(problem: Problem, q0) -> SolveResult:
         if problem.tiers is None and problem.gaze is None:
             return solve(problem, q0)
+
         deadline = problem.deadline()
-        inner = dataclasses.replace(problem, tiers=None, gaze=None)
         q = check_start(problem, q0)
         movable = problem.movable()
         tiers = np.zeros(len(q), np.intp) if problem.tiers is None else np.asarray(problem.tiers, np.intp)
         levels = np.unique(tiers[movable])
         neck = gaze_joints(problem, movable & (tiers == (levels[0] if levels.size else 0)))
+        inner = dataclasses.replace(problem, tiers=None, gaze=None, idle=neck if neck.any() else None)
         if problem.reference is not None and levels.size > 1:
             held = (tiers > levels[0]) | neck
             q = q.copy()
@@ -109,8 +113,8 @@ def goal_joints(problem: Problem) -> list[np.ndarray] | None:
 
 
 def limbs_can_serve(problem: Problem, limbs: np.ndarray, q: np.ndarray) -> bool:
-    """Whether every goal has a limb joint above it, and every position goal is within its
-    limb's length of where the limb hangs (at ``q``)."""
+    """Whether every goal has a limb joint above it, and every position goal that must move
+    is within ``REACH_SHARE`` of its limb's length from where the limb hangs (at ``q``)."""
     joints = goal_joints(problem)
     if joints is None:
         return False
@@ -129,9 +133,11 @@ def limbs_can_serve(problem: Problem, limbs: np.ndarray, q: np.ndarray) -> bool:
         if sk.prismatic[chain].any():
             continue
         point = kin.points(position.joint, position.local)[0]
+        if np.linalg.norm(np.asarray(position.target) - point) <= HELD * problem.tolerance:
+            continue  # held where it is (a pinned foot, however straight its leg)
         path = np.vstack([kin.origins[chain], point])
         length = float(np.linalg.norm(np.diff(path, axis=0), axis=1).sum())
-        if np.linalg.norm(np.asarray(position.target) - path[0]) > length + problem.tolerance:
+        if np.linalg.norm(np.asarray(position.target) - path[0]) > REACH_SHARE * length:
             return False
     return True
 

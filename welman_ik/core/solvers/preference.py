@@ -44,7 +44,7 @@ class ReferencePull:
         sk = problem.skeleton
         self.reference = np.asarray(problem.reference, dtype=float)
         # The joints that carry most (the trunk) are pulled back the whole way, the limbs' less.
-        carried = np.minimum(reference_weights(sk), 1.0)
+        carried = np.minimum(reference_weights(problem), 1.0)
         self.rate = min(1.0, float(problem.reference_weight)) * np.where(problem.movable(), sk.mobility, 0.0) * carried
         self.size = kin.size_scale(np.array([g.point_pairs(kin)[2][0] for g in goals]))
         self.closest = np.inf

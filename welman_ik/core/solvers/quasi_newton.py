@@ -121,7 +121,7 @@ class _Potential:
         self.batch = GoalBatch(self.goals, self.weights)
         self.c = LEVEL_RATIO ** np.arange(len(priorities), dtype=float)
         self.size = kin.size_scale(np.array([g.point_pairs(kin)[2][0] for g in self.goals]) if self.goals else None)
-        subtree = sk.subtree
+        subtree = self.problem.subtree()
         col_scale = (np.where(sk.prismatic, SLIDE_SCALE * self.size, 1.0) * np.sqrt(np.clip(sk.mobility, 0.0, 1.0))
                      / subtree**INERTIA_POWER)
         self.scale = col_scale[self.cols]
@@ -312,10 +312,9 @@ class _Reference:
     """The steps toward the preferred pose, from a configuration that meets the goals."""
 
     def __init__(self, problem: Problem, pot: _Potential, unit, lower, upper):
-        sk = problem.skeleton
         self.problem, self.pot, self.unit, self.lower, self.upper = problem, pot, unit, lower, upper
         self.target = np.asarray(problem.reference, dtype=float)[pot.cols]
-        self.inverse_weight = 1.0 / reference_weights(sk)[pot.cols] ** 2  # as the SR inverse's level weighs it
+        self.inverse_weight = 1.0 / reference_weights(problem)[pot.cols] ** 2  # as the SR inverse's level weighs it
         self.pull = min(1.0, float(problem.reference_weight))
         self.started = False
         self.last_step = np.inf

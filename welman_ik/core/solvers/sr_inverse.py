@@ -83,15 +83,25 @@ NEAR_MET = 100.0  # goals within this many tolerances take the reference's step 
 REFERENCE_INERTIA = 2.0  # the reference level weighs each joint by the bone length it carries to this power
 
 
+def reference_weights(problem: Problem) -> np.ndarray:
+    """``carried_weights`` of the problem's skeleton, counting only the joints in play
+    (``Problem.in_play``)."""
+    mask = problem.in_play()
+    return carried_weights(problem.skeleton, None if mask is None else mask.tobytes())
+
+
 @functools.lru_cache(maxsize=16)  # per skeleton (compared by identity): a drag solves one model many times
-def reference_weights(sk) -> np.ndarray:
+def carried_weights(sk, in_play: bytes | None = None) -> np.ndarray:
     """(n,) each joint's weight in the reference level: the length of bone it carries (the
     sum of the offsets of every joint below it, so that short finger bones count little),
     relative to the median, to the power ``REFERENCE_INERTIA``, and at least 1 (the limbs
     keep their plain weight; only what carries more is held harder). A joint that carries the
     whole upper body keeps to its preferred value far harder than an elbow does, as a
     person reaching moves the arm, not the trunk."""
-    carried = sk.ancestors.T @ np.linalg.norm(sk.rest[:, :3, 3], axis=1)
+    offsets = np.linalg.norm(sk.rest[:, :3, 3], axis=1)
+    if in_play is not None:
+        offsets = offsets * np.frombuffer(in_play, dtype=bool)
+    carried = sk.ancestors.T @ offsets
     positive = carried[carried > 0]
     typical = float(np.median(positive)) if positive.size else 1.0
     weights = np.maximum(carried / max(typical, 1e-12), 1.0) ** REFERENCE_INERTIA
@@ -243,7 +253,7 @@ def _solve(problem: Problem, q0, deadline: float, swapped: bool = False) -> Solv
 
     kin = sk.forward(q)
     size = kin.size_scale(np.array([g.point_pairs(kin)[2][0] for g in goals]) if goals else None)
-    subtree = sk.subtree
+    subtree = problem.subtree()
     col_scale = (np.where(sk.prismatic, SLIDE_SCALE * size, 1.0) * np.sqrt(np.clip(sk.mobility, 0.0, 1.0))
                  / subtree**INERTIA_POWER)
     # Each level's damping adapts as in Levenberg-Marquardt: raised when the level's full
@@ -260,7 +270,7 @@ def _solve(problem: Problem, q0, deadline: float, swapped: bool = False) -> Solv
     if preferred:
         damping.append(problem.damping)
         pull = min(1.0, float(problem.reference_weight))
-        ref_weight = reference_weights(sk)
+        ref_weight = reference_weights(problem)
 
     history: list[float] = []
     iterations = 0
