@@ -69,7 +69,9 @@ def test_unreachable_target_closest_point(human):
     reached = world_point(human, "hand.R")
     assert np.all(np.isfinite(reached))
     assert max(pin_errors(human).values()) <= 1e-4
-    assert np.linalg.norm(reached - ref_hand) <= 0.01
+    # The closest reachable point: no farther from the target than the slow solve got (the
+    # valley of closest points is flat along the arm's swing, so the point itself may differ).
+    assert np.linalg.norm(reached - target) <= np.linalg.norm(ref_hand - target) + 1e-3
     assert not settings.last_solve.converged
 
 

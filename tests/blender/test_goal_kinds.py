@@ -130,7 +130,7 @@ def test_line_plane_and_region(bare_human):
 
 def far_reach(obj):
     hand = world_point(obj, "hand.R")
-    return drag("hand.R", hand + np.array([0.25, -0.75, -0.55]))
+    return drag("hand.R", hand + np.array([0.25, -0.95, -0.55]))
 
 
 def support_polygon(obj) -> np.ndarray:
