@@ -4,7 +4,8 @@ Builds three Rigify basic human metarigs side by side, one per solver (SR Invers
 Jacobian Transpose), each with position pins on both feet and the left hand. Then, as an
 animator would, with ``bpy.ops.welman_ik.drag`` in its script form:
 
-* frame 1: the start pose is keyed;
+* frame 1: the start pose is keyed (and each later pose is keyed whole, as an animator keys
+  a key pose);
 * frame 10, reach: the tail of hand.R is dragged to a point 0.25 m in front of the chest
   (spine.003's tail), feet and left hand held;
 * frame 20, squat: the left-hand pin is disabled and the head of the root bone 'spine'
@@ -157,6 +158,9 @@ def drag(rig: Rig, name: str, bone: str, anchor: float, target) -> Step:
     step = Step(name, scene.frame_current, bone, anchor, np.array(target), point(obj, bone, anchor))
     result = bpy.ops.welman_ik.drag(bone=bone, target=tuple(target), anchor=anchor)
     step.ok = result == {"FINISHED"}
+    # The drag keys the bones it moved; a key pose is keyed whole, so that what the drag left
+    # where it was (the trunk, in a reach) holds here instead of easing toward the next key.
+    key_pose(obj, scene.frame_current)
     bpy.context.view_layer.update()
     last = obj.welman_ik.last_solve
     step.iterations, step.milliseconds, step.converged = last.iterations, last.milliseconds, last.converged

@@ -357,13 +357,14 @@ def test_rotated_scaled_base(name: str, mirror: bool) -> None:
 NONUNIFORM_REASON = (
     "Known limitation: CCD takes each hinge as a rigid world-space rotation, which is false "
     "when the base has non-uniform scale or shear (the motion is A R(phi) A^-1), so the analytic "
-    "angle is off and CCD stops early (it keeps the better pose). The Jacobian solvers are exact here."
+    "angle is off and CCD stops early (it keeps the better pose); its accelerated sweeps get past that "
+    "on some bases (21 of 30 random shears, 16 before), so the case is not strict. The Jacobian solvers are exact here."
 )
 
 
 @pytest.mark.parametrize(
     "name",
-    [pytest.param("CCD", marks=pytest.mark.xfail(reason=NONUNIFORM_REASON, strict=True)), "JACOBIAN_TRANSPOSE", "SR_INVERSE",
+    [pytest.param("CCD", marks=pytest.mark.xfail(reason=NONUNIFORM_REASON, strict=False)), "JACOBIAN_TRANSPOSE", "SR_INVERSE",
      "QUASI_NEWTON"],
 )
 def test_non_uniformly_scaled_base(name: str) -> None:
