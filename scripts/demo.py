@@ -17,11 +17,13 @@ The action is played back at frames 1, 10 and 20 to check that the keys reproduc
 solved poses. Writes ``DIR/demo.blend``.
 
 Then the pictures, rendered by Blender (Workbench) on a mannequin body (``render.py``): the
-same reach and squat with the SR inverse, made as a mouse drag makes them (1 cm steps),
-feet planted (toes, heels and ankles pinned), each as three figures side by side: the
-start pose, the result without a preferred pose (``reference = 'NONE'``), and with the
-default preferred pose and the human joint ranges (``joint_ranges(preset='AUTO')``).
-Writes ``DIR/demo_reach.png``, ``DIR/demo_squat.png`` and both in ``DIR/demo.png``.
+right hand raised to head height, the same reach and the same squat, made as a mouse drag
+makes them (1 cm steps), feet planted (toes, heels and ankles pinned), each as five figures
+side by side: the start pose and each solver's result (SR inverse, quasi-Newton, CCD,
+Jacobian transpose) with the default preferred pose and the human joint ranges
+(``joint_ranges(preset='AUTO')``), captioned with the trunk's and the head's turn.
+Writes ``DIR/demo_raise.png``, ``DIR/demo_reach.png``, ``DIR/demo_squat.png`` and all three
+in ``DIR/demo.png``.
 
 Exit code 0 on success; 1 if a solver left a pin more than 1 mm away (or a drag failed,
 or the keys do not play back the solved poses).
@@ -58,6 +60,7 @@ CHEST_BONE = "spine.003"
 SQUAT_BONE, SQUAT_ANCHOR, SQUAT_DROP = "spine", 0.0, 0.25  # head of the root, 0.25 m down
 RELEASED = "hand.L"  # pin disabled for the squat
 PIN_TOLERANCE = 1e-3  # m: a larger pin error fails the demo
+TRUNK_BONES = ("spine", "spine.001", "spine.002", "spine.003", "spine.004", "spine.005")  # pelvis to neck
 PLAYBACK_TOLERANCE = 1e-4  # m: keyed pose against solved pose
 ROOT_SLACK = 0.1  # m: hips moving this much for the hand reach are worth a note
 
@@ -273,15 +276,19 @@ def notes(rigs: list[Rig]) -> list[str]:
 
 # --- pictures ----------------------------------------------------------------------------
 
-# Rendered by Blender (Workbench) on a mannequin body: per move, three metarigs side by side,
-# the start pose, the result without a preferred pose (reference 'NONE', the old behaviour),
-# and with the default preferred pose plus the human joint ranges (when the add-on has them).
-# The moves are the demo's, made as a mouse drag makes them: 1 cm steps of the drag operator.
+# Rendered by Blender (Workbench) on a mannequin body: per move, five metarigs side by side,
+# the start pose and the result of each solver, with the default preferred pose ('START', the
+# gaze kept) and the human joint ranges (when the add-on has them). The moves are made as a
+# mouse drag makes them: 1 cm steps of the drag operator.
 PICTURE_SPACING = 1.45  # m between the figures
 PICTURE_PINS = scenes.FEET + ("foot.L", "foot.R")  # toes, heels and (foot heads) ankles: planted feet
 PICTURE_STEP = 0.01  # m per drag step
-PICTURE_RESOLUTION = (1800, 900)
+PICTURE_RESOLUTION = (2200, 900)
+PICTURE_SOLVERS = (("SR_INVERSE", "SR inverse"), ("QUASI_NEWTON", "quasi-Newton"), ("CCD", "CCD"),
+                   ("JACOBIAN_TRANSPOSE", "Jacobian transpose"))
+RAISE_OUT = 0.3  # m: the raised hand's tail this far out to the side of the shoulder, at the head's height
 PICTURES = {  # name -> (turn of the figures about Z toward the camera's right, elevation of the camera (deg), title)
+    "raise": (30.0, 8.0, "Raise: the right hand dragged up to head height, feet pinned"),
     "reach": (50.0, 8.0, "Reach: the right hand dragged to 25 cm in front of the chest, feet pinned"),
     "squat": (62.0, 8.0, "Squat: the hips dragged 25 cm down, feet pinned"),
 }
@@ -294,6 +301,7 @@ class Pose:
     label: str
     reference: str | None  # None: the start pose, not dragged
     ranges: bool = False
+    solver: str = "SR_INVERSE"
     obj: object = None
     start_point: np.ndarray | None = None
     target: np.ndarray | None = None
@@ -341,12 +349,20 @@ def pose_figure(name: str, fig: Pose) -> None:
         bone, anchor = REACH_BONE, REACH_ANCHOR
         front = np.array(obj.matrix_world.to_3x3() @ Vector((0.0, -1.0, 0.0))).ravel()
         target = point(obj, CHEST_BONE, 1.0) + REACH_AHEAD * front / np.linalg.norm(front)
+    elif name == "raise":
+        bone, anchor = REACH_BONE, REACH_ANCHOR
+        shoulder = point(obj, "upper_arm.R", 0.0)
+        side = shoulder - point(obj, CHEST_BONE, 0.0)
+        side[2] = 0.0
+        target = shoulder + RAISE_OUT * side / np.linalg.norm(side)
+        target[2] = point(obj, "spine.006", 0.0)[2]
     else:
         bone, anchor = SQUAT_BONE, SQUAT_ANCHOR
         target = point(obj, SQUAT_BONE, SQUAT_ANCHOR) - np.array([0.0, 0.0, SQUAT_DROP])
     fig.start_point, fig.target = point(obj, bone, anchor), target
     if fig.reference is not None:
         obj.welman_ik.reference = fig.reference
+        obj.welman_ik.solver = fig.solver
         if fig.ranges:
             scenes.select(obj, ())
             with scenes.quiet():
@@ -363,6 +379,7 @@ def pose_figure(name: str, fig: Pose) -> None:
         fig.drag_error, fig.max_pin_error = last.drag_error, last.max_pin_error
     after = world_rotations(obj)
     fig.figures["chest"] = turn(rotations[CHEST_BONE], after[CHEST_BONE])
+    fig.figures["trunk"] = max(turn(rotations[b], after[b]) for b in TRUNK_BONES)
     fig.figures["head"] = turn(rotations["spine.006"], after["spine.006"])
     fig.figures["knees"] = min(knee_forward(obj, s) for s in "LR")
     bpy.ops.object.mode_set(mode="OBJECT")
@@ -382,17 +399,16 @@ def caption_text(name: str, fig: Pose) -> str:
     if fig.reference is None:
         return f"{fig.label}"
     f = fig.figures
-    if name == "reach":
-        return f"{fig.label}\nchest turned {f['chest']:.0f}°"
-    return f"{fig.label}\ntrunk turned {f['chest']:.0f}°"
+    if name == "squat":
+        return f"{fig.label}\nknees {100 * f['knees']:+.0f} cm forward"
+    return f"{fig.label}\ntrunk {f['trunk']:.0f}°, head {f['head']:.0f}°"
 
 
 def picture(name: str, path: Path) -> list[Pose]:
     """Render the picture ``name`` ('reach' or 'squat') to ``path``; the figures posed."""
     scenes.empty_scene()
     ranges = has_joint_ranges()
-    figures = [Pose("start pose", None), Pose("reference 'NONE'", "NONE"),
-               Pose("'START' + human joint ranges" if ranges else "reference 'START' (default)", "START", ranges)]
+    figures = [Pose("start pose", None)] + [Pose(label, "START", ranges, solver) for solver, label in PICTURE_SOLVERS]
     render.setup_workbench()
     angle, elevation, title = PICTURES[name]
     shown = []
@@ -428,8 +444,8 @@ def picture(name: str, path: Path) -> list[Pose]:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--output", type=Path, default=Path("out"),
-                        help="directory for demo.blend and the pictures (demo_reach.png, demo_squat.png, demo.png)")
-    parser.add_argument("--images", type=Path, help="also copy demo_reach.png and demo_squat.png here (docs/images)")
+                        help="directory for demo.blend and the pictures (demo_raise.png, demo_reach.png, demo_squat.png, demo.png)")
+    parser.add_argument("--images", type=Path, help="also copy the pictures here (docs/images)")
     parser.add_argument("--no-pictures", action="store_true", help="skip rendering")
     args = parser.parse_args(argv)
     out = args.output.resolve()
@@ -460,7 +476,7 @@ def main(argv=None) -> int:
         for name in PICTURES:
             path = out / f"demo_{name}.png"
             for fig in picture(name, path):
-                print(f"  {name:<6} {fig.label:<30} chest {fig.figures['chest']:5.1f} deg  head "
+                print(f"  {name:<6} {fig.label:<20} trunk {fig.figures['trunk']:5.1f} deg  head "
                       f"{fig.figures['head']:5.1f} deg  knees forward {100 * fig.figures['knees']:+5.1f} cm  "
                       f"pins {1000 * fig.max_pin_error:.4f} mm")
                 if fig.max_pin_error > PIN_TOLERANCE:

@@ -27,12 +27,14 @@ def parts(obj) -> tuple[frozenset, frozenset, frozenset, str]:
 
 def tiers(obj, model) -> np.ndarray | None:
     """(n,) each joint of ``model`` (a ``RigModel`` of ``obj``): 0 a limb's (the shoulder
-    girdle moves with its arm, as a reach lifts the shoulder), 1 the trunk's
-    (``core.solvers.limbs_first``); None when the rig has no trunk."""
+    girdle moves with its arm, as a reach lifts the shoulder), 1 the trunk's and those above
+    it (``core.solvers.limbs_first``); None when the rig has no trunk."""
     tier = np.zeros(model.skeleton.size, dtype=np.intp)
     for name in parts(obj)[0] & model.bones.keys():
         joints = model.bones[name]
         tier[[*joints.hinges.values(), *joints.slides.values()]] = 1
+    # What carries the trunk (a rig's root bone, a parent-switch bone) is trunk too.
+    tier[model.skeleton.ancestors[tier == 1].any(axis=0)] = 1
     return tier if tier.any() else None
 
 

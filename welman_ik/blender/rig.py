@@ -334,6 +334,10 @@ class RigModel:
                 q[j] = pb.location[AXES.index(letter)]
         return q
 
+    def read(self) -> np.ndarray:
+        """Joint values of the pose bones' current channels, as a new model reads them."""
+        return self._read()
+
     def _start(self, q: np.ndarray) -> None:
         """Take joint values ``q`` (what the pose bones hold) as the start of a solve."""
         self.q0 = q

@@ -410,13 +410,30 @@ def translating_bones(obj, bone: str) -> set[str]:
     return set()
 
 
+RUN_TOLERANCE = 1e-5  # [rad, m] a pose read back within this of what the last drag left is that pose
+_RUNS: dict = {}  # armature pointer -> (what the last scripted drag was, the pose its run began in, the pose it left)
+
+
 def drag(context, obj, bone: str, target, anchor: float = 1.0) -> Figures:
     """Script form of the drag: solve, write, close the loop on the evaluated pose, key per
     the ``keyframes`` setting, and move a pin on the dragged bone (if any) to where the
-    bone ended."""
+    bone ended.
+
+    Scripted drags of one bone, one after another on one frame with nothing else changing the
+    pose or the pins in between, are one drag as a mouse makes it: their preferred pose
+    ('START') is the pose the first of them began in, so a hand dragged out and back in steps
+    comes back to where it started."""
     settings = obj.welman_ik
     solver = DragSolver(obj, settings, bone, anchor)
+    run = (bone, anchor, context.scene.frame_current, settings.reference, settings.solver, solver.model.layout,
+           tuple((p.bone, p.kind, p.enabled, p.anchor, p.weight) for p in settings.pins))
+    last = _RUNS.get(obj.as_pointer())
+    if (settings.reference == "START" and last is not None and last[0] == run
+            and np.allclose(last[2], solver.q, rtol=0.0, atol=RUN_TOLERANCE)):
+        solver.reference = last[1].copy()
+    origin = solver.reference
     figures = solver.settle(solver.approach(target))
+    _RUNS[obj.as_pointer()] = (run, origin, solver.model.read())
     scene = context.scene
     if keyframes.should_key(settings.keyframes, scene):
         solver.key(scene.frame_current)

@@ -53,21 +53,30 @@ def trunk_by_shape(parents: Sequence[int], lengths: Sequence[float]) -> np.ndarr
 def body_parts(names: Sequence[str], parents: Mapping[str, str | None],
                lengths: Mapping[str, float]) -> tuple[set[str], set[str], set[str], str]:
     """(trunk bones, girdle bones, neck bones, the head bone or '') of a skeleton: by its
-    naming when ``anatomy.recognise`` knows it, else the trunk by its shape (no girdle, neck
-    or head)."""
+    naming when ``anatomy.recognise`` knows it (with the bones its shape says carry that
+    trunk), else the trunk by its shape (no girdle, neck or head)."""
     naming, roles = anatomy.recognise(list(names), parents)
+    shaped = _trunk_by_shape(names, parents, lengths)
     if naming and any(r in TRUNK_ROLES for r in roles.values()):
-        trunk = {n for n, r in roles.items() if r in TRUNK_ROLES}
+        # The named trunk, and what the shape says carries it (a generated rig's mechanism
+        # and tweak bones between the named controls and the limbs).
+        limbs = {n for n, r in roles.items() if r not in TRUNK_ROLES}
+        trunk = {n for n, r in roles.items() if r in TRUNK_ROLES} | (shaped - limbs)
         girdle = {n for n, r in roles.items() if r in GIRDLE_ROLES}
         neck = {n for n, r in roles.items() if r in NECK_ROLES}
         heads = [n for n, r in roles.items() if r == HEAD_ROLE]
         return trunk, girdle, neck, heads[0] if len(heads) == 1 else ""
-    order = {name: i for i, name in enumerate(names)}
+    return shaped, set(), set(), ""
+
+
+def _trunk_by_shape(names: Sequence[str], parents: Mapping[str, str | None],
+                    lengths: Mapping[str, float]) -> set[str]:
+    known = set(names)
     ordered = sorted(names, key=lambda n: _depth(n, parents))
     index = {name: i for i, name in enumerate(ordered)}
-    shape = trunk_by_shape([index[parents[n]] if parents.get(n) in order else -1 for n in ordered],
+    shape = trunk_by_shape([index[parents[n]] if parents.get(n) in known else -1 for n in ordered],
                            [lengths.get(n, 0.0) for n in ordered])
-    return {n for n, t in zip(ordered, shape) if t}, set(), set(), ""
+    return {n for n, t in zip(ordered, shape) if t}
 
 
 def _depth(name: str, parents: Mapping[str, str | None]) -> int:

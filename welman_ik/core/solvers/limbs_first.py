@@ -70,7 +70,8 @@ def limbs_first(solve: Callable[[Problem, np.ndarray], SolveResult]) -> Callable
             joining = movable & (tiers <= level) & ~neck
             if time.perf_counter() > deadline or not limbs_can_serve(problem, joining, q):
                 continue
-            stage = solve(_within(inner, deadline, active=joining), q)
+            # Under a time budget a stage that may not be the last has half of what is left.
+            stage = solve(_within(inner, _halfway(deadline), active=joining), q)
             result = stage if result is None else _joined(result, stage)
             q = stage.q
             if stage.converged:
@@ -89,6 +90,11 @@ def _joined(before: SolveResult, after: SolveResult) -> SolveResult:
     """``after``, with the iterations and history of the stage ``before`` it."""
     return dataclasses.replace(after, iterations=before.iterations + after.iterations,
                                history=before.history + after.history)
+
+
+def _halfway(deadline: float) -> float:
+    now = time.perf_counter()
+    return now + 0.5 * (deadline - now) if np.isfinite(deadline) else deadline
 
 
 def _within(problem: Problem, deadline: float, **changes) -> Problem:

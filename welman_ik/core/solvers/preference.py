@@ -7,9 +7,11 @@ mobility: a stiff joint is pulled back less, as it also moves less; and times th
 of the bone length it carries, ``sr_inverse.reference_weights`` capped at 1, so that the
 trunk is pulled back the whole way and the limbs do the reaching), halved until no goal
 drifts more than ``REFERENCE_DRIFT`` of the tree's size; the solver's own iterations then
-bring the goals back. The smallest of those halvings is tried first, and if even it
-drifts too far no pull is taken (one forward pass instead of one per halving: a drag's
-pose is usually that far from the reference). The pull stops when its step is below
+bring the goals back. The whole way is tried first: where the preferred pose itself meets
+the goals (a hand dragged back to where it started) it is taken, whatever lies between.
+Then the smallest of the halvings, and if even it drifts too far no pull is taken (one
+forward pass instead of one per halving: a drag's pose is usually that far from the
+reference). The pull stops when its step is below
 ``REFERENCE_SETTLED`` or the distance to the reference, measured each time the goals are
 met again, shrinks by less than ``REFERENCE_PROGRESS``; it has the first half of a time
 budget. A solve that stops between a pull and the goals' correction returns the last
@@ -73,12 +75,17 @@ class ReferencePull:
             trial_kin = problem.skeleton.forward(trial)
             return (trial, trial_kin) if np.all(self.goal_errors(trial_kin) <= allowed) else None
 
-        # The smallest pull first: if even that moves a goal too far, none is taken (the
+        # The whole way first: where the preferred pose itself meets the goals (a hand dragged
+        # back to where it started), it is the answer, whatever lies between.
+        whole = kept(1.0)
+        if whole is not None:
+            return whole
+        # Then the smallest pull: if even that moves a goal too far, none is taken (the
         # larger pulls drift more).
         least = kept(0.5 ** (MAX_HALVINGS - 1))
         if least is None:
             return None
-        for halvings in range(MAX_HALVINGS - 1):
+        for halvings in range(1, MAX_HALVINGS - 1):
             taken = kept(0.5**halvings)
             if taken is not None:
                 return taken
