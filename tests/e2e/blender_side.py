@@ -71,6 +71,9 @@ KEY_NAMES = {  # shortcut words that differ between xdotool and Blender's key ty
 MODIFIERS = {"ctrl": "ctrl", "control": "ctrl", "shift": "shift", "alt": "alt", "super": "oskey", "oskey": "oskey"}
 
 
+TRUNK = ("spine", "spine.001", "spine.002", "spine.003", "spine.004", "spine.005")  # the metarig's pelvis to neck
+HEAD = "spine.006"
+
 def parse_args():
     argv = sys.argv[sys.argv.index("--") + 1:] if "--" in sys.argv else []
     p = argparse.ArgumentParser(prog="blender_side.py")
@@ -125,6 +128,7 @@ class State:
     tail_before = None
     pins_before: list = []  # the pins at ready, as pin_rows gives them
     rotation_before = None  # the dragged bone's world orientation at ready
+    trunk_before: dict = {}  # the trunk's and the head's world orientations at ready
     pin_appeared = None  # pin-key mode: the pins and the bone's orientation when a new pin first showed
     keymap: dict = {}
     ready: dict = {}
@@ -558,6 +562,7 @@ def step_ready():
     S.tail_before = point_on_bone(obj, ARGS.bone, 1.0)
     S.pins_before = pin_rows(obj)
     S.rotation_before = world_rotation(obj, ARGS.bone)
+    S.trunk_before = {name: world_rotation(obj, name) for name in TRUNK + (HEAD,) if name in obj.pose.bones}
     hand_region = region_point(S.region, rv3d, S.hand_before)
     if hand_region is None:
         raise RuntimeError("the dragged bone is behind the view")
@@ -671,6 +676,10 @@ def result(request) -> dict:
     out["bone_rotation_before"] = vec(S.rotation_before)
     out["bone_rotation_after"] = vec(rotation)
     out["bone_turned_deg"] = angle_deg(S.rotation_before, rotation)
+    # The trunk (pelvis to neck) and the head: how far each turned in the world.
+    turned = {name: angle_deg(before, world_rotation(obj, name)) for name, before in S.trunk_before.items()}
+    out["trunk_turned_deg"] = max((turned[n] for n in TRUNK if n in turned), default=0.0)
+    out["head_turned_deg"] = turned.get(HEAD, 0.0)
     # Each orientation pin on the dragged bone: how far the bone turned from the pin's goal.
     out["orientation_pin_angles_deg"] = [angle_deg(p.rotation, rotation) for p in obj.welman_ik.pins
                                          if p.kind == "ORIENTATION" and p.bone == ARGS.bone]

@@ -83,6 +83,8 @@ def parse_args(argv=None):
     p.add_argument("--step-sleep", type=float, default=0.25, help="seconds between mouse moves")
     p.add_argument("--min-move", type=float, default=0.05, help="confirm: metres the hand must gain on the cursor")
     p.add_argument("--pin-tolerance", type=float, default=1e-3, help="confirm: metres a pin may be off")
+    p.add_argument("--trunk-limit", type=float, default=5.0,
+                   help="confirm: degrees the trunk (pelvis to neck) may turn in the world, the arm reaching (0: off)")
     p.add_argument("--pin-key", default="o", choices=sorted(PIN_KEYS), help="pin-key: the key pressed while dragging")
     p.add_argument("--angle-tolerance", type=float, default=0.5,
                    help="pin-key: degrees the bone may turn away from its orientation at the key press")
@@ -572,6 +574,10 @@ def blender_checks(mode: str, args, r: dict, checks: Checks, report: dict) -> No
         checks.add(r["max_pin_error"] <= args.pin_tolerance, "pins held",
                    f"largest pin error {r['max_pin_error']:.2e} m "
                    + str({k: f"{v['error']:.1e}" for k, v in r["pins"].items()}))
+        if mode == "confirm" and args.trunk_limit > 0:
+            checks.add(r["trunk_turned_deg"] <= args.trunk_limit, "the arm reached, the trunk stayed",
+                       f"trunk turned {r['trunk_turned_deg']:.1f} deg (at most {args.trunk_limit:g}), head "
+                       f"{r['head_turned_deg']:.1f} deg, {args.bone} {r['bone_turned_deg']:.1f} deg")
         checks.add(args.bone in r["keyed_bones_at_current_frame"], "keys at the current frame",
                    f"frame {r['frame_current']}: {len(r['keys_at_current_frame'])} channels, "
                    f"bones {r['keyed_bones_at_current_frame']}")
