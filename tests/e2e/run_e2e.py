@@ -83,7 +83,7 @@ def parse_args(argv=None):
     p.add_argument("--step-sleep", type=float, default=0.25, help="seconds between mouse moves")
     p.add_argument("--min-move", type=float, default=0.05, help="confirm: metres the hand must gain on the cursor")
     p.add_argument("--pin-tolerance", type=float, default=1e-3, help="confirm: metres a pin may be off")
-    p.add_argument("--trunk-limit", type=float, default=5.0,
+    p.add_argument("--trunk-limit", type=float, default=0.0,
                    help="confirm: degrees the trunk (pelvis to neck) may turn in the world, the arm reaching (0: off)")
     p.add_argument("--pin-key", default="o", choices=sorted(PIN_KEYS), help="pin-key: the key pressed while dragging")
     p.add_argument("--angle-tolerance", type=float, default=0.5,

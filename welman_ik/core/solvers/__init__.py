@@ -6,11 +6,17 @@ from ..threads import single_threaded
 from . import ccd, jacobian_transpose, quasi_newton, sr_inverse
 from .limbs_first import limbs_first
 
+# The chunk of iterations of a limbs-first stage that may not be the last (it goes on while each
+# chunk cuts the error by a fifth): about what each solver takes for a stride of a drag (SR
+# inverse 3-6, quasi-Newton 10-60, CCD 5-20 sweeps, the transpose 20-70 on the metarig), so
+# that a limb its ranges block hands over soon.
+STAGE_ITERATIONS = {"CCD": 20, "JACOBIAN_TRANSPOSE": 40, "SR_INVERSE": 10, "QUASI_NEWTON": 30}
+
 SOLVERS = {
-    "CCD": single_threaded(limbs_first(ccd.solve)),
-    "JACOBIAN_TRANSPOSE": single_threaded(limbs_first(jacobian_transpose.solve)),
-    "SR_INVERSE": single_threaded(limbs_first(sr_inverse.solve)),
-    "QUASI_NEWTON": single_threaded(limbs_first(quasi_newton.solve)),
+    "CCD": single_threaded(limbs_first(ccd.solve, STAGE_ITERATIONS["CCD"])),
+    "JACOBIAN_TRANSPOSE": single_threaded(limbs_first(jacobian_transpose.solve, STAGE_ITERATIONS["JACOBIAN_TRANSPOSE"])),
+    "SR_INVERSE": single_threaded(limbs_first(sr_inverse.solve, STAGE_ITERATIONS["SR_INVERSE"])),
+    "QUASI_NEWTON": single_threaded(limbs_first(quasi_newton.solve, STAGE_ITERATIONS["QUASI_NEWTON"])),
 }
 
 __all__ = ["SOLVERS"]

@@ -15,9 +15,14 @@ with ``problem.tiers`` (0 the limbs, 1 the shoulder girdle, 2 the trunk):
    goals, so the joints that join take only what remains (and the solver's own preferred
    pose keeps that least). The last stage has every joint.
 
-A stage is skipped when it cannot help: a goal that none of its joints moves (the pelvis
-dragged, while only the limbs may move), a goal of a kind with no bone of its own (the
-balance), or a position goal farther from where its limb hangs than the limb is long.
+A stage that may not be the last runs in chunks of about the iterations its solver takes
+for a stride of a drag (``solvers.STAGE_ITERATIONS``), and goes on only while each chunk
+cuts the worst error by at least a fifth: a limb that can serve gets there, and one its
+ranges block hands over soon instead of crawling along them for the whole budget. A stage
+is skipped when it cannot help: a goal that none of its joints moves (the pelvis dragged,
+while only the limbs may move), a goal of a kind with no bone of its own (the balance), or
+a position goal that must move farther from where its limb hangs than ``REACH_SHARE`` of
+the limb's length (a limb pulled straight has no way back but a flop of its last joint).
 
 **The gaze** (``problem.gaze``, the head's joint): after the stages, the joints that turn
 the head and move no goal (the neck) turn it back to its world orientation at the preferred
@@ -41,12 +46,16 @@ GAZE_TOLERANCE = 1e-4  # [rad] the head counts as kept within this turn
 GAZE_ITERATIONS = 50
 REACH_SHARE = 0.95  # a limb serves alone only targets within this share of its length: a limb held
 # straight has no way back but a flop of its last joint (a straight arm pulled in bends the wrist)
+STAGE_ITERATIONS = 25  # by default, the chunk of iterations of a stage that may not be the last
+STAGE_PROGRESS = 0.8  # a stage goes on past a chunk of iterations only if the chunk cut the worst error by a fifth
 HELD = 100.0  # a goal within this many tolerances of its target is held where it is, not reached for
 
 
-def limbs_first(solve: Callable[[Problem, np.ndarray], SolveResult]) -> Callable[[Problem, np.ndarray], SolveResult]:
+def limbs_first(solve: Callable[[Problem, np.ndarray], SolveResult],
+                stage_iterations: int = STAGE_ITERATIONS) -> Callable[[Problem, np.ndarray], SolveResult]:
     """``solve`` staged as the module docstring says; problems without tiers or a gaze go
-    straight to it."""
+    straight to it. ``stage_iterations``: the iterations of a stage that may not be the last
+    (a few more than ``solve`` takes to meet goals that can be met)."""
 
     @functools.wraps(solve)
     def staged(problem: Problem, q0) -> SolveResult:
@@ -70,8 +79,7 @@ def limbs_first(solve: Callable[[Problem, np.ndarray], SolveResult]) -> Callable
             joining = movable & (tiers <= level) & ~neck
             if time.perf_counter() > deadline or not limbs_can_serve(problem, joining, q):
                 continue
-            # Under a time budget a stage that may not be the last has half of what is left.
-            stage = solve(_within(inner, _halfway(deadline), active=joining), q)
+            stage = _stage(solve, _within(inner, _halfway(deadline), active=joining), q, stage_iterations)
             result = stage if result is None else _joined(result, stage)
             q = stage.q
             if stage.converged:
@@ -84,6 +92,24 @@ def limbs_first(solve: Callable[[Problem, np.ndarray], SolveResult]) -> Callable
         return result
 
     return staged
+
+
+def _stage(solve, problem: Problem, q: np.ndarray, chunk: int) -> SolveResult:
+    """A stage that may not be the last: ``chunk`` iterations at a time, on only while each
+    chunk cuts the worst error by ``STAGE_PROGRESS``, within the problem's own iterations and
+    time budget."""
+    deadline = problem.deadline()
+    budget = problem.max_iterations
+    result = None
+    while True:
+        part = solve(_within(problem, deadline, max_iterations=max(1, min(chunk, budget))), q)
+        result = part if result is None else _joined(result, part)
+        budget -= max(part.iterations, 1)
+        before = float(np.max(goal_errors(problem.goals, problem.skeleton.forward(q)), initial=0.0))
+        if (part.converged or budget <= 0 or part.max_error > STAGE_PROGRESS * before
+                or time.perf_counter() > deadline):
+            return result
+        q = part.q
 
 
 def _joined(before: SolveResult, after: SolveResult) -> SolveResult:
