@@ -69,24 +69,26 @@ def limbs_first(solve: Callable[[Problem, np.ndarray], SolveResult],
         levels = np.unique(tiers[movable])
         neck = gaze_joints(problem, movable & (tiers == (levels[0] if levels.size else 0)))
         inner = dataclasses.replace(problem, tiers=None, gaze=None, idle=neck if neck.any() else None)
+        home = q  # where the limbs start: the higher tiers and the neck at the preferred pose
         if problem.reference is not None and levels.size > 1:
             held = (tiers > levels[0]) | neck
-            q = q.copy()
-            q[held] = np.asarray(problem.reference, dtype=float)[held]
-            q = problem.constrain(q)
+            home = q.copy()
+            home[held] = np.asarray(problem.reference, dtype=float)[held]
+            home = problem.constrain(home)
         result = None
         for level in levels[:-1]:
             joining = movable & (tiers <= level) & ~neck
-            if time.perf_counter() > deadline or not limbs_can_serve(problem, joining, q):
+            if time.perf_counter() > deadline or not limbs_can_serve(problem, joining, home):
                 continue
-            stage = _stage(solve, _within(inner, _halfway(deadline), active=joining), q, stage_iterations)
+            stage = _stage(solve, _within(inner, _halfway(deadline), active=joining), home, stage_iterations)
             result = stage if result is None else _joined(result, stage)
-            q = stage.q
+            home = stage.q
             if stage.converged:
                 break
-        if result is None or not result.converged:
-            stage = solve(_within(inner, deadline), q)
-            result = stage if result is None else _joined(result, stage)
+        if result is None:  # no limbs stage: every joint from where it is (a pelvis dragged)
+            result = solve(_within(inner, deadline), q)
+        elif not result.converged:
+            result = _joined(result, solve(_within(inner, deadline), result.q))
         if neck.any():
             result = keep_gaze(solve, problem, result, neck, deadline)
         return result
