@@ -49,6 +49,7 @@ How to run (from the repository root, with the bpy-module virtual environment)::
     .venv/bin/python scripts/bench_natural.py --solvers SR_INVERSE --json out/natural.json
     .venv/bin/python scripts/bench_natural.py --verbose     # every drag's last_solve figures
     .venv/bin/python scripts/bench_natural.py --budget 120  # more seconds per solver and set-up (default 45)
+    .venv/bin/python scripts/bench_natural.py --reaches     # the reaches of bench_reaches.py, every solver
 """
 
 from __future__ import annotations
@@ -570,7 +571,15 @@ def main(argv=None) -> int:
                         help="seconds per solver and set-up; what is left when they run out is not measured")
     parser.add_argument("--json", type=Path, help="also write every figure and every drag's errors here")
     parser.add_argument("--verbose", action="store_true", help="print every drag's last_solve figures")
+    parser.add_argument("--reaches", action="store_true",
+                        help="instead: the reaches in five directions and out of reach, every solver, the trunk's and "
+                             "the head's turn and the limb's share (bench_reaches.py)")
     args = parser.parse_args(argv)
+    if args.reaches:
+        import bench_reaches
+
+        return bench_reaches.main(["--solvers", ",".join(bench_reaches.SOLVERS)]
+                                  + (["--json", str(args.json)] if args.json else []))
     solvers = [s.strip() for s in args.solvers.split(",") if s.strip()]
     if unknown := set(solvers) - set(SOLVERS):
         parser.error(f"unknown solvers {sorted(unknown)}")
