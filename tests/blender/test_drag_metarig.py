@@ -37,16 +37,17 @@ def test_newton_solvers_meet_reachable_targets(human, target, solver):
 
 
 @pytest.mark.parametrize("solver", ["CCD", "JACOBIAN_TRANSPOSE"])
-def test_ccd_and_transpose_meet_or_say_so(human, solver):
+def test_ccd_and_transpose_meet_reachable_targets(human, solver):
+    """Every reachable target met, on the evaluated pose, within the budget (they once only
+    had to say honestly that they had not)."""
     human.welman_ik.solver = solver
     for target in REACHABLE:
         _settle(human)
-        drag("hand.R", target)
+        assert drag("hand.R", target) == {"FINISHED"}
         worst = max(np.linalg.norm(world_point(human, "hand.R") - target), *pin_errors(human).values())
         last = human.welman_ik.last_solve
-        assert worst <= 1e-3 or not last.converged
-        if last.converged:
-            assert worst <= human.welman_ik.tolerance + 1e-6  # channels are stored as float32
+        assert last.converged, last.message
+        assert worst <= human.welman_ik.tolerance + 1e-6  # channels are stored as float32
         assert last.iterations <= human.welman_ik.max_iterations
 
 

@@ -35,7 +35,9 @@ def excess_degrees(obj, names) -> dict:
                              [(r.swing_x_min, r.swing_x_max) for r in rs],
                              [(r.swing_z_min, r.swing_z_max) for r in rs],
                              [(r.twist_min, r.twist_max) for r in rs], [r.roll for r in rs])
-    rotations = np.array([np.array(pb.matrix_basis.to_3x3().normalized()) for pb in pose_bones])
+    # The evaluated pose (constraints included) in each bone's local space: its rotation from rest.
+    rotations = np.array([np.array(obj.convert_space(pose_bone=pb, matrix=pb.matrix, from_space="POSE",
+                                                     to_space="LOCAL").to_3x3().normalized()) for pb in pose_bones])
     return dict(zip(names, np.degrees(ranges.rotation_excess(rotations))))
 
 
@@ -56,8 +58,8 @@ def test_drag_past_the_ranges_keeps_every_bone_inside(human, solver):
         worst = excess_degrees(human, RANGED)
         assert max(worst.values()) <= math.degrees(EXCESS_LIMIT), (offset, worst)
         assert max(pin_errors(human).values()) <= 1e-4
-    # the arm did move toward the targets, within what the ranges allow
-    assert np.linalg.norm(world_point(human, "hand.R") - start) > 0.02
+    # the arm did move toward the targets (50-72 cm away), as far as the ranges allow: 47-70 cm
+    assert np.linalg.norm(world_point(human, "hand.R") - start) > 0.3
 
 
 def test_a_bone_posed_outside_its_range_is_not_snapped_back(human):

@@ -325,7 +325,7 @@ def test_offer_survives_missing_or_failing_presets(human, monkeypatch):
 
 def test_overlay_decomposition_matches_the_solver():
     """The overlay splits rotations into swing and twist as the solver's ranges do."""
-    ranges = pytest.importorskip("welman_ik.core.ranges")
+    from welman_ik.core import ranges
     rotations = [Quaternion(axis, angle).to_matrix() for axis, angle in [
         ((1.0, 0.0, 0.0), 0.7), ((0.3, 0.9, -0.2), 1.9), ((-0.5, 0.1, 0.8), 2.8), ((0.0, 1.0, 0.0), -1.2),
     ]]

@@ -89,14 +89,20 @@ def test_chain_length_limits_what_moves(human):
 
 
 def test_solver_cycles_live(human):
+    """Tab cycles the four solvers mid-drag and back; each one, once chosen, solves the next
+    mouse event: the hand on the mouse's ray and the pins held, on the evaluated pose."""
     drag = DragSession(human, "hand.R")
     seen = [human.welman_ik.solver]
-    for _ in range(4):
-        seen.append(drag.cycle_solver())
-    assert seen[0] == seen[4] and len(set(seen)) == 4
     start = world_point(human, "hand.R", DEFAULT_ANCHOR)
-    drag.move(*front_ray(start[0] + 0.05, start[2]))
-    assert max(pin_errors(human).values()) <= 1e-3
+    for i in range(4):
+        seen.append(drag.cycle_solver())
+        assert human.welman_ik.solver == seen[-1]
+        x, z = start[0] + 0.01 * (i + 1), start[2] + 0.01 * (i + 1)
+        drag.move(*front_ray(x, z))
+        reached = world_point(human, "hand.R", DEFAULT_ANCHOR)
+        assert abs(reached[0] - x) <= 1e-4 and abs(reached[2] - z) <= 1e-4, (seen[-1], reached)
+        assert max(pin_errors(human).values()) <= 1e-4, seen[-1]
+    assert seen[0] == seen[4] and len(set(seen)) == 4
 
 
 @pytest.mark.parametrize("bone", ["hand.X", ""])

@@ -324,17 +324,21 @@ def anatomy_fields():
 
 
 def test_left_and_right_are_mirrored():
+    """Each side's abduction bound (the swing_z bound that carries the tail outward) is the
+    table's, and the left's equals the right's."""
     names, rest, parents, role_of = named(skeleton("DOWN"), "MIXAMO")
     _, ranges = anatomy.human_ranges(names, rest, parents)
     by_role = {role_of[n]: n for n in ranges}
     for role, abduction in (("thigh", 45), ("upper_arm", 180), ("clavicle", 45), ("foot", 10)):
+        bounds = {}
         for side, lateral in (("L", LEFT), ("R", -LEFT)):
             name = by_role[f"{role}.{side}"]
             limits = ranges[name]
             # The swing_z bound that is abduction is the one whose direction carries the tail outward.
             outward_is_positive = tail_motion(rest[name], limits, "z") @ (UP if role == "clavicle" else lateral) > 0
-            bound = limits["swing_z_max"] if outward_is_positive else -limits["swing_z_min"]
-            assert math.degrees(bound) == pytest.approx(abduction, abs=12), (role, side)
+            bounds[side] = limits["swing_z_max"] if outward_is_positive else -limits["swing_z_min"]
+            assert math.degrees(bounds[side]) == pytest.approx(abduction, abs=3), (role, side)
+        assert bounds["L"] == pytest.approx(bounds["R"], abs=1e-9), role
 
 
 def test_internal_rotation_turns_the_front_inward_on_both_sides():
