@@ -412,6 +412,9 @@ def test_bake_takes_a_balance_pin_with_a_frame_range_or_follow(bare_human):
     balance.frame_start = balance.frame_end = 0
     balance.follow = True  # (a balance pin has no animated place of its own: it holds its location)
     assert bpy.ops.welman_ik.bake(frame_start=1, frame_end=11) == {"FINISHED"}
+    for frame in range(1, 12):  # in force on every frame now, over the same point
+        bpy.context.scene.frame_set(frame)
+        assert np.linalg.norm(centre_of_mass(obj)[:2] - over[:2]) <= 1.0 * MM, frame
 
 
 def test_bake_refuses_a_support_balance_on_frames_without_support(bare_human):
