@@ -1,16 +1,16 @@
 """Property tests on random trees and goals (hypothesis).
 
 Random trees (parents before children, hinges and sliders with random axes, rotated rest
-frames with random offsets, a random rotated / uniformly scaled / translated base), random
-finite limits around a random start, random mobility in [0, 1] (often exactly 0 or 1), an
-optional Problem.active mask, and 1-3 position goals on random joints with random weights
-and priorities. Asserted for every solver: no NaN, limits respected, frozen joints
+frames with random offsets, a random rotated / uniformly scaled / translated base, mirrored
+half the time), random finite limits around a random start, random mobility in [0, 1]
+(often exactly 0 or 1), an optional Problem.active mask, and 1-3 position goals on random
+joints with random weights (sometimes 0) and priorities. Asserted for every solver: no NaN, limits respected, frozen joints
 untouched; for CCD that no sweep raises the weighted error; for the Jacobian transpose that
 the end is never worse than the start.
 
-Known core defects are kept out of the generated inputs (each has an xfail in
-test_solvers.py): mirrored or non-uniformly scaled bases (CCD), weight-0 goals, and the
-one-ulp limit overshoot of JT/SR (hence the 1e-12 slack on limits).
+Kept out of the generated inputs: non-uniformly scaled or sheared bases, which CCD's rigid
+world-space rotations do not model (its case in test_solvers.py is marked), and the one-ulp
+limit overshoot of JT/SR (hence the 1e-12 slack on limits).
 """
 
 from __future__ import annotations
@@ -68,6 +68,8 @@ def cases(draw, max_iterations: int = 60) -> Case:
     )
     base = np.eye(4)
     base[:3, :3] = rotation(draw(unit_vectors()), draw(st.floats(-np.pi, np.pi))) * draw(st.floats(0.5, 2.0))
+    if draw(st.booleans()):  # a mirrored base (a rig scaled by -1 on one axis)
+        base[:3, :3] = base[:3, :3] @ np.diag([-1.0, 1.0, 1.0])
     base[:3, 3] = draw(vector)
     skeleton = Skeleton(
         parent=parent,
@@ -84,7 +86,7 @@ def cases(draw, max_iterations: int = 60) -> Case:
             draw(st.integers(0, n - 1)),
             draw(vector),
             3.0 * draw(vector),
-            weight=draw(st.floats(0.1, 2.0)),
+            weight=draw(st.one_of(st.just(0.0), st.floats(0.1, 2.0))),
             priority=draw(st.integers(0, 1)),
         )
         for _ in range(draw(st.integers(1, 3)))
