@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import math
 
 import bpy
 import numpy as np
@@ -78,8 +79,9 @@ def test_plants_stop_sliding(baked_mocap):
 
 
 def test_no_pops(baked_mocap):
-    """Each bone's largest rotation between neighbouring frames stays within a small factor
-    of the source animation's own for that bone."""
+    """Each bone's largest rotation between neighbouring frames stays within a quarter more
+    than the source animation's own for that bone, plus 0.1 degree (the bake holds the feet
+    without a pop: 1.06 times at most on this clip)."""
     _, before, after = baked_mocap
     frames = sorted(before)
 
@@ -90,7 +92,7 @@ def test_no_pops(baked_mocap):
     ratios = {}
     for name in before[frames[0]]["rotations"]:
         source, baked = largest_step(before, name), largest_step(after, name)
-        assert baked <= 2.0 * source + 0.01, (name, source, baked)
+        assert baked <= 1.25 * source + math.radians(0.1), (name, source, baked)
         ratios[name] = baked / max(source, 1e-9)
     worst = max(ratios, key=ratios.get)
     print(f"\nlargest per-frame rotation, baked over source: at most {ratios[worst]:.3f} ({worst})")
