@@ -8,7 +8,7 @@ import bpy
 import numpy as np
 import pytest
 import scenes
-from conftest import drag, pin_errors, world_point
+from conftest import drag, pin_errors, rotation_angle, world_point
 
 TRUNK = ("spine", "spine.001", "spine.002", "spine.003", "spine.004", "spine.005")  # pelvis to neck
 HEAD = "spine.006"
@@ -34,7 +34,8 @@ def world_rotations(obj) -> dict:
 
 
 def angle(a, b) -> float:
-    return float(np.degrees(2.0 * np.arccos(min(1.0, abs(a.dot(b))))))
+    """Degrees between two orientations (``conftest.rotation_angle``)."""
+    return float(np.degrees(rotation_angle(a, b)))
 
 
 def in_reach(obj) -> dict:

@@ -1,5 +1,5 @@
-"""The body of an armature: its trunk, shoulder girdle, neck and the bone that keeps the gaze
-(``core.body``), read once per armature and kept while its bones stay the same."""
+"""The body of an armature: its trunk, neck and the bone that keeps the gaze (``core.body``),
+read once per armature and kept while its bones stay the same."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from ..core.body import body_parts
 _FOUND: dict = {}  # armature data pointer -> (bone names, (trunk, neck, head))
 
 
-def parts(obj) -> tuple[frozenset, frozenset, frozenset, str]:
-    """(trunk bones, girdle bones, neck bones, head bone or '') of armature object ``obj``."""
+def parts(obj) -> tuple[frozenset, frozenset, str]:
+    """(trunk bones, neck bones, head bone or '') of armature object ``obj``."""
     bones = obj.data.bones
     names = tuple(bones.keys())
     key = obj.data.as_pointer()
@@ -20,8 +20,8 @@ def parts(obj) -> tuple[frozenset, frozenset, frozenset, str]:
         lengths = np.zeros(len(bones))
         bones.foreach_get("length", lengths)
         parents = {b.name: (b.parent.name if b.parent else None) for b in bones}
-        trunk, girdle, neck, head = body_parts(names, parents, dict(zip(names, lengths.tolist())))
-        found = _FOUND[key] = (names, (frozenset(trunk), frozenset(girdle), frozenset(neck), head))
+        trunk, _girdle, neck, head = body_parts(names, parents, dict(zip(names, lengths.tolist())))
+        found = _FOUND[key] = (names, (frozenset(trunk), frozenset(neck), head))
     return found[1]
 
 
@@ -45,4 +45,4 @@ def gaze_bone(obj, settings) -> str:
         return ""
     if settings.gaze_bone:
         return settings.gaze_bone if settings.gaze_bone in obj.pose.bones else ""
-    return parts(obj)[3]
+    return parts(obj)[2]

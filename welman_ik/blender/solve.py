@@ -190,7 +190,7 @@ class DragSolver:
         if not self.model.moves_point(bone):
             raise RigError(f"Nothing can move bone '{bone}': it and the bones above it are locked")
         pin_priority, drag_priority = (0, 1) if settings.pins_first else (1, 0)
-        # The girdle and the trunk join only for what the limbs cannot do; the neck keeps the gaze.
+        # The trunk joins only for what the limbs cannot do; the neck keeps the gaze.
         self.tiers = body.tiers(obj, self.model)
         self.gaze = self.model.bones[gaze].frame_joint if gaze else None
         self.pin_goals = []

@@ -626,17 +626,18 @@ def _chains(rig: _Rig) -> dict:
     return out
 
 
-def _depth(name: str, parents: Mapping[str, str | None]) -> int:
-    depth, parent = 0, parents.get(name)
-    while parent is not None and depth < 1000:
-        depth, parent = depth + 1, parents.get(parent)
-    return depth
+def depth(name: str, parents: Mapping[str, str | None]) -> int:
+    """How many parents above ``name`` (``parents``: each bone's parent name or None)."""
+    count, parent = 0, parents.get(name)
+    while parent is not None and count < 1000:
+        count, parent = count + 1, parents.get(parent)
+    return count
 
 
 def _split_neck(roles: dict, parents: Mapping[str, str | None]) -> None:
     """In a single spine chain (a metarig's spine, spine.001, ...), the bones above where the
     clavicles (or upper arms) hang are the neck and the topmost the head."""
-    spine = sorted((n for n, r in roles.items() if r == "spine"), key=lambda n: (_depth(n, parents), n))
+    spine = sorted((n for n, r in roles.items() if r == "spine"), key=lambda n: (depth(n, parents), n))
     if len(spine) < 3 or any(r in ("neck", "head") for r in roles.values()):
         return
     attach = [parents.get(n) for n, r in roles.items() if r.startswith(("clavicle", "upper_arm"))]

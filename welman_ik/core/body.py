@@ -1,8 +1,8 @@
 """Which bones are the body's trunk, its shoulder girdle and its head: by the skeleton's
 naming, else by its shape. Pure numpy; never imports bpy.
 
-The solvers move the limbs first, the girdle and then the trunk only for what the limbs
-cannot do (``solvers.limbs_first``), and keep the head's world orientation (the gaze) with the neck:
+The solvers move the limbs first and the trunk only for what the limbs cannot do
+(``solvers.limbs_first``), and keep the head's world orientation (the gaze) with the neck:
 both need to know which bones those are. A rig with a known naming (``anatomy.recognise``:
 Rigify, its metarig, Mixamo, BVH) says it by its bones' roles. Any other tree is read by its
 shape: a bone where two or more large parts of the body branch off (the pelvis, where the
@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from . import anatomy
+from .anatomy import depth
 
 TRUNK_ROLES = frozenset({"spine", "hips", "chest", "torso", "pelvis"})
 GIRDLE_ROLES = frozenset({"clavicle.L", "clavicle.R"})
@@ -72,15 +73,9 @@ def body_parts(names: Sequence[str], parents: Mapping[str, str | None],
 def _trunk_by_shape(names: Sequence[str], parents: Mapping[str, str | None],
                     lengths: Mapping[str, float]) -> set[str]:
     known = set(names)
-    ordered = sorted(names, key=lambda n: _depth(n, parents))
+    ordered = sorted(names, key=lambda n: depth(n, parents))
     index = {name: i for i, name in enumerate(ordered)}
     shape = trunk_by_shape([index[parents[n]] if parents.get(n) in known else -1 for n in ordered],
                            [lengths.get(n, 0.0) for n in ordered])
     return {n for n, t in zip(ordered, shape) if t}
 
-
-def _depth(name: str, parents: Mapping[str, str | None]) -> int:
-    depth = 0
-    while parents.get(name) is not None and depth <= len(parents):
-        name, depth = parents[name], depth + 1
-    return depth

@@ -34,9 +34,8 @@ class Problem:
     ranges:     spherical joint ranges (swing cone and twist) of ball joints, enforced by
                 every solver on top of the per-joint limits (``constrain``).
     tiers:      (n,) int, which joints join when (``solvers.limbs_first``): the joints of
-                tier 0 (the limbs) solve first, tier 1 (the shoulder girdle) joins only for
-                what they cannot do, tier 2 (the trunk) only for what is still left; None:
-                every joint shares every goal.
+                tier 0 (the limbs) solve first, each higher tier (the trunk) joins only for
+                what the tiers below it cannot do; None: every joint shares every goal.
     gaze:       a joint whose frame keeps its world orientation (at ``reference``, else at the
                 start) as far as the joints that move nothing else can keep it: the head, kept
                 looking where it looked by the neck (``solvers.limbs_first``); None: no gaze.

@@ -3,9 +3,9 @@
 A least-norm step shares each goal among every joint that moves it, in proportion to its
 lever; the trunk's joints have long levers to a hand, so they would take a large share of
 any reach, and the head would turn with the chest. A person reaching does neither: the arm
-reaches, the shoulder girdle joins when the arm is not long enough, the trunk leans only when
-even that is not enough, and the eyes stay on what they looked at. So, around any solver,
-with ``problem.tiers`` (0 the limbs, 1 the shoulder girdle, 2 the trunk):
+(its shoulder girdle with it) reaches, the trunk leans only when that is not enough, and the
+eyes stay on what they looked at. So, around any solver, with ``problem.tiers`` (0 the
+limbs; each higher tier, such as the trunk, joins only after the tiers below it):
 
 1. **The limbs.** The joints of the higher tiers are held at their preferred pose
    (``problem.reference``; without one, where they are), and so are the joints that keep
@@ -54,8 +54,8 @@ HELD = 100.0  # a goal within this many tolerances of its target is held where i
 def limbs_first(solve: Callable[[Problem, np.ndarray], SolveResult],
                 stage_iterations: int = STAGE_ITERATIONS) -> Callable[[Problem, np.ndarray], SolveResult]:
     """``solve`` staged as the module docstring says; problems without tiers or a gaze go
-    straight to it. ``stage_iterations``: the iterations of a stage that may not be the last
-    (a few more than ``solve`` takes to meet goals that can be met)."""
+    straight to it. ``stage_iterations``: the chunk of iterations of a stage that may not be
+    the last (about what ``solve`` takes for a stride of a drag)."""
 
     @functools.wraps(solve)
     def staged(problem: Problem, q0) -> SolveResult:
@@ -102,16 +102,16 @@ def _stage(solve, problem: Problem, q: np.ndarray, chunk: int) -> SolveResult:
     time budget."""
     deadline = problem.deadline()
     budget = problem.max_iterations
+    before = float(np.max(goal_errors(problem.goals, problem.skeleton.forward(q)), initial=0.0))
     result = None
     while True:
         part = solve(_within(problem, deadline, max_iterations=max(1, min(chunk, budget))), q)
         result = part if result is None else _joined(result, part)
         budget -= max(part.iterations, 1)
-        before = float(np.max(goal_errors(problem.goals, problem.skeleton.forward(q)), initial=0.0))
         if (part.converged or budget <= 0 or part.max_error > STAGE_PROGRESS * before
                 or time.perf_counter() > deadline):
             return result
-        q = part.q
+        q, before = part.q, part.max_error
 
 
 def _joined(before: SolveResult, after: SolveResult) -> SolveResult:
