@@ -12,11 +12,8 @@ from .limbs_first import limbs_first
 # that a limb its ranges block hands over soon.
 STAGE_ITERATIONS = {"CCD": 20, "JACOBIAN_TRANSPOSE": 40, "SR_INVERSE": 10, "QUASI_NEWTON": 30}
 
-SOLVERS = {
-    "CCD": single_threaded(limbs_first(ccd.solve, STAGE_ITERATIONS["CCD"])),
-    "JACOBIAN_TRANSPOSE": single_threaded(limbs_first(jacobian_transpose.solve, STAGE_ITERATIONS["JACOBIAN_TRANSPOSE"])),
-    "SR_INVERSE": single_threaded(limbs_first(sr_inverse.solve, STAGE_ITERATIONS["SR_INVERSE"])),
-    "QUASI_NEWTON": single_threaded(limbs_first(quasi_newton.solve, STAGE_ITERATIONS["QUASI_NEWTON"])),
-}
+SOLVERS = {name: single_threaded(limbs_first(module.solve, STAGE_ITERATIONS[name])) for name, module in (
+    ("CCD", ccd), ("JACOBIAN_TRANSPOSE", jacobian_transpose), ("SR_INVERSE", sr_inverse),
+    ("QUASI_NEWTON", quasi_newton))}
 
 __all__ = ["SOLVERS"]
