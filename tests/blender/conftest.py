@@ -65,6 +65,15 @@ def rotation_angle(a, b) -> float:
     return float(2.0 * np.arccos(min(1.0, abs(a.normalized().dot(b.normalized())))))
 
 
+def local_rotation(obj, bone: str):
+    """The evaluated pose bone's rotation from its rest in its own local space (constraints,
+    drivers and inheritance included, unlike ``matrix_basis``), as a quaternion."""
+    bpy.context.view_layer.update()
+    pb = obj.pose.bones[bone]
+    local = obj.convert_space(pose_bone=pb, matrix=pb.matrix, from_space="POSE", to_space="LOCAL")
+    return local.to_3x3().normalized().to_quaternion()
+
+
 def pin_errors(obj) -> dict:
     """Distance [m] of every enabled position pin's point from its goal, from the evaluated pose."""
     return {
