@@ -58,9 +58,10 @@ $(VENV5)/.installed: tests/requirements.txt
 	touch $@
 
 test-blender-5: $(VENV5)/.installed
-	$(VENV5)/bin/python -m pytest tests/blender -q -p no:cacheprovider
+	$(VENV5)/bin/python -m pytest tests/blender -q -p no:cacheprovider -m "not once"
 
-## test-blender-42: the Blender tests again on bpy 4.2 LTS, the oldest Blender the manifest claims
+## test-blender-42: the Blender tests again on bpy 4.2 LTS, the oldest Blender the manifest claims (tests marked
+## `once`, which do not depend on the Blender version, run on the main bpy only)
 VENV42 := .venv-bpy42
 $(VENV42)/.installed: tests/requirements.txt
 	test -x $(VENV42)/bin/python || $(PYTHON) -m venv $(VENV42)
@@ -69,7 +70,7 @@ $(VENV42)/.installed: tests/requirements.txt
 	touch $@
 
 test-blender-42: $(VENV42)/.installed
-	$(VENV42)/bin/python -m pytest tests/blender -q -p no:cacheprovider
+	$(VENV42)/bin/python -m pytest tests/blender -q -p no:cacheprovider -m "not once"
 
 lint: venv
 	$(PY) -m ruff check $(RUFF_ARGS) welman_ik tests scripts

@@ -129,6 +129,12 @@ def pin(obj, names, **options) -> None:
 _exit_status = 0
 
 
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "once: what it checks does not depend on Blender's version (a Dask cluster's scheduling, a "
+        "solver's own numerics at length): the Makefile runs it on the main bpy only, not again on 4.2 and 5.0")
+
+
 def pytest_sessionfinish(session, exitstatus):
     global _exit_status
     _exit_status = int(exitstatus)

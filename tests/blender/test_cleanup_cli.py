@@ -245,6 +245,7 @@ def wait_for_workers(address: str, count: int, seconds: float = 60.0) -> None:
         client.wait_for_workers(count, timeout=seconds)
 
 
+@pytest.mark.once
 def test_a_folder_through_a_dask_scheduler_and_two_workers(folder, tmp_path):
     import distributed  # noqa: F401 - installed by the requirements: missing is a failure, not a skip
     address = f"tcp://127.0.0.1:{free_port()}"
