@@ -63,6 +63,7 @@ from .preference import ReferencePull
 MAX_STEP = 0.5  # largest revolute step per iteration [rad]
 MAX_HALVINGS = 30
 MIN_LEVER = 1e-6  # [m] a joint whose effectors are all nearer its axis point than this does not move
+SHORT_LEVER = 0.01  # a joint's gain is at most that of a lever this share of the longest
 STALL_SPAN = 8  # steps over which a descent that gains too little has stalled
 STALL_GAIN = 1e-2  # the share of its error a descent must lose over STALL_SPAN steps
 PENALTY_GROWTH = 10.0  # the first level's weight grows by this when the levels conflict
@@ -153,8 +154,12 @@ class _Descent:
         if d_joints.size:  # a held axis turns with a joint at its length: lever^2 = length^2
             denominator += d_w @ (sk.ancestors[d_joints] & (sk.lever[d_joints] < 0))
         # A joint with no lever on its effectors (a bone's head on its own hinges) has a
-        # gradient of round-off: it stays (its gain would be that noise over nothing).
-        return np.divide(self.mobile, np.maximum(denominator, 1e-300), out=np.zeros(sk.size), where=denominator > least)
+        # gradient of round-off: it stays (its gain would be that noise over nothing). One
+        # with a lever far shorter than the others' turns as if it were SHORT_LEVER of the
+        # longest: its gain would otherwise fill the step's MAX_STEP alone.
+        floor = SHORT_LEVER**2 * denominator.max(initial=0.0)
+        return np.divide(self.mobile, np.maximum(denominator, max(floor, 1e-300)), out=np.zeros(sk.size),
+                         where=denominator > least)
 
     def cost(self, kin, gaps: np.ndarray | None = None) -> float:
         """The weighted squared error at ``kin`` (``gaps``: the position goals' target minus
