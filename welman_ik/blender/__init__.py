@@ -1,12 +1,21 @@
-"""The Blender layer: the only part of Welman IK that imports bpy."""
+"""The Blender layer: the only part of Welman IK that imports bpy.
+
+Folders by idea, each importing only those below it: ``ui`` → ``bake`` → ``drag`` → ``pins``
+→ ``rig`` → ``welman_ik.core`` (checked by ``lint-imports``, see ``.importlinter``). This module
+registers their classes."""
 
 from __future__ import annotations
 
 import bpy
 
-from . import operators, overlay, panel, preferences, presets, properties
+from .bake import operators as bake_operators
+from .drag import operator as drag_operator
+from .pins import operators as pin_operators
+from .rig import presets, properties
+from .ui import overlay, panel, preferences
 
-_CLASSES = preferences.CLASSES + operators.CLASSES + presets.CLASSES + panel.CLASSES
+CLASSES = (preferences.CLASSES + pin_operators.CLASSES + drag_operator.CLASSES + bake_operators.CLASSES
+           + presets.CLASSES + panel.CLASSES)
 _keymaps: list = []
 
 # The interactive drag starts on the bone under the mouse (or the active bone).
@@ -15,7 +24,7 @@ DRAG_SHORTCUT = {"type": "D", "value": "PRESS", "ctrl": True, "shift": True}
 
 def register() -> None:
     properties.register()
-    for cls in _CLASSES:
+    for cls in CLASSES:
         bpy.utils.register_class(cls)
     overlay.register()
     keyconfig = bpy.context.window_manager.keyconfigs.addon
@@ -32,6 +41,6 @@ def unregister(at_exit: bool = False) -> None:
             keymap.keymap_items.remove(item)
     _keymaps.clear()
     overlay.unregister()
-    for cls in reversed(_CLASSES):
+    for cls in reversed(CLASSES):
         bpy.utils.unregister_class(cls)
     properties.unregister()

@@ -5,9 +5,9 @@ from __future__ import annotations
 import bpy
 from bpy.props import FloatProperty
 
-from .session import EVENT_BUDGET
+from ..drag.session import EVENT_BUDGET
 
-ADDON = __package__.rpartition(".")[0]  # "welman_ik", or "bl_ext.<repository>.welman_ik"
+ADDON = __package__.rsplit(".", 2)[0]  # "welman_ik", or "bl_ext.<repository>.welman_ik" (less ".blender.ui")
 
 
 class WELMAN_IK_Preferences(bpy.types.AddonPreferences):
