@@ -60,8 +60,8 @@ MOTION_FALLOFF = 5  # frames 6..16 take the edit; the others keep their motion
 SIDEBAR_TAB = "Welman IK"
 # Where the add-on may leave per-event latencies of the last interactive drag (the first found
 # is reported), and where its running drag session lives (None when no drag is running).
-LATENCY_HOOKS = ("welman_ik.blender.ui.overlay.DRAG_STATE.latencies", "welman_ik.E2E_LATENCIES")
-SESSION_HOOKS = ("welman_ik.blender.ui.overlay.DRAG_STATE.session",)
+LATENCY_HOOKS = ("welman_ik.blender.drag.state.DRAG_STATE.latencies", "welman_ik.E2E_LATENCIES")
+SESSION_HOOKS = ("welman_ik.blender.drag.state.DRAG_STATE.session",)
 KEY_NAMES = {  # shortcut words that differ between xdotool and Blender's key types
     "tab": "TAB", "space": "SPACE", "return": "RET", "enter": "RET", "escape": "ESC", "esc": "ESC",
     "delete": "DEL", "backspace": "BACK_SPACE", "minus": "MINUS", "plus": "PLUS", "period": "PERIOD",

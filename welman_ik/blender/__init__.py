@@ -16,10 +16,6 @@ from .ui import overlay, panel, preferences
 
 CLASSES = (preferences.CLASSES + pin_operators.CLASSES + drag_operator.CLASSES + bake_operators.CLASSES
            + presets.CLASSES + panel.CLASSES)
-_keymaps: list = []
-
-# The interactive drag starts on the bone under the mouse (or the active bone).
-DRAG_SHORTCUT = {"type": "D", "value": "PRESS", "ctrl": True, "shift": True}
 
 
 def register() -> None:
@@ -27,19 +23,12 @@ def register() -> None:
     for cls in CLASSES:
         bpy.utils.register_class(cls)
     overlay.register()
-    keyconfig = bpy.context.window_manager.keyconfigs.addon
-    if keyconfig is not None:
-        keymap = keyconfig.keymaps.new(name="Pose", space_type="EMPTY")
-        item = keymap.keymap_items.new("welman_ik.drag", **DRAG_SHORTCUT)
-        _keymaps.append((keymap, item))
+    preferences.register()
 
 
 def unregister(at_exit: bool = False) -> None:
     """``at_exit``: the process is ending and Blender may already have freed its keymaps."""
-    if not at_exit:
-        for keymap, item in _keymaps:
-            keymap.keymap_items.remove(item)
-    _keymaps.clear()
+    preferences.unregister(at_exit)
     overlay.unregister()
     for cls in reversed(CLASSES):
         bpy.utils.unregister_class(cls)

@@ -11,10 +11,10 @@ from bpy.props import BoolProperty, EnumProperty, FloatProperty, IntProperty
 
 from ..drag import session, solver
 from ..drag.operator import ModalDrag
+from ..drag.state import DRAG_STATE
 from ..rig import keyframes
 from ..rig.model import RigError
 from ..rig.polls import ArmatureOperator, SelectionOperator
-from ..ui import preferences
 from . import baker as bake
 from . import contacts as foot_contacts
 
@@ -106,7 +106,7 @@ class WELMAN_IK_OT_edit_motion(ModalDrag, ArmatureOperator, bpy.types.Operator):
     def _start(self, context, obj, bone: str, anchor: float):
         frame, falloff = context.scene.frame_current, obj.welman_ik.motion_falloff
         pins = bake.pins_for_edit(context, obj, bone, frame)
-        return session.DragSession(obj, bone, anchor, event_budget=preferences.event_budget(context), pins=pins,
+        return session.DragSession(obj, bone, anchor, event_budget=DRAG_STATE.event_budget(context), pins=pins,
                                    keep_root=True, title=f"Welman IK edit motion, frame {frame} \u00b1 {falloff}")
 
     def _confirm(self, context, drag) -> set:

@@ -11,8 +11,8 @@ from bpy.props import FloatProperty, FloatVectorProperty, StringProperty
 
 from ..rig.model import RigError
 from ..rig.polls import ArmatureOperator
-from ..ui import overlay, preferences
 from . import session, solver, viewport
+from .state import DRAG_STATE
 
 # While dragging, a key toggles a pin of its kind on the bone under the mouse.
 PIN_SHORTCUTS = {"P": "POSITION", "O": "ORIENTATION", "L": "LINE", "N": "PLANE", "A": "AIM", "R": "REGION",
@@ -84,7 +84,7 @@ class ModalDrag:
             self.report({"ERROR"}, str(error))
             return {"CANCELLED"}
         self._view = (region, rv3d)
-        overlay.DRAG_STATE.session = self._session
+        DRAG_STATE.session = self._session
         context.window_manager.modal_handler_add(self)
         context.area.header_text_set(self._session.header())
         return {"RUNNING_MODAL"}
@@ -137,8 +137,8 @@ class ModalDrag:
         return {"RUNNING_MODAL"}
 
     def _finish(self, context, result):
-        overlay.DRAG_STATE.latencies = list(self._session.milliseconds)
-        overlay.DRAG_STATE.session = None
+        DRAG_STATE.latencies = list(self._session.milliseconds)
+        DRAG_STATE.session = None
         if context.area is not None:
             context.area.header_text_set(None)
             context.area.tag_redraw()
@@ -177,7 +177,7 @@ class WELMAN_IK_OT_drag(ModalDrag, ArmatureOperator, bpy.types.Operator):
         return {"FINISHED"}
 
     def _start(self, context, obj, bone: str, anchor: float):
-        return session.DragSession(obj, bone, anchor, event_budget=preferences.event_budget(context))
+        return session.DragSession(obj, bone, anchor, event_budget=DRAG_STATE.event_budget(context))
 
     def _confirm(self, context, drag) -> set:
         drag.confirm(context)

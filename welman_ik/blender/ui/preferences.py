@@ -1,13 +1,20 @@
-"""Add-on preferences: defaults for the interactive drag."""
+"""Add-on preferences (defaults for the interactive drag) and the drag's shortcut.
+
+``register`` adds the shortcut to the Pose keymap and tells the drag where to read its time
+per mouse event (``drag.state``); ``unregister`` takes both back."""
 
 from __future__ import annotations
 
 import bpy
 from bpy.props import FloatProperty
 
-from ..drag.session import EVENT_BUDGET
+from ..drag.operator import WELMAN_IK_OT_drag
+from ..drag.state import DRAG_STATE, EVENT_BUDGET
 
 ADDON = __package__.rsplit(".", 2)[0]  # "welman_ik", or "bl_ext.<repository>.welman_ik" (less ".blender.ui")
+# The interactive drag starts on the bone under the mouse (or the active bone).
+DRAG_SHORTCUT = {"type": "D", "value": "PRESS", "ctrl": True, "shift": True}
+_keymaps: list = []
 
 
 class WELMAN_IK_Preferences(bpy.types.AddonPreferences):
@@ -28,6 +35,24 @@ def event_budget(context) -> float:
     addon = context.preferences.addons.get(ADDON)
     prefs = getattr(addon, "preferences", None) if addon is not None else None
     return (prefs.event_milliseconds if prefs is not None else 1000.0 * EVENT_BUDGET) / 1000.0
+
+
+def register() -> None:
+    DRAG_STATE.budget_source = event_budget
+    keyconfig = bpy.context.window_manager.keyconfigs.addon
+    if keyconfig is not None:
+        keymap = keyconfig.keymaps.new(name="Pose", space_type="EMPTY")
+        item = keymap.keymap_items.new(WELMAN_IK_OT_drag.bl_idname, **DRAG_SHORTCUT)
+        _keymaps.append((keymap, item))
+
+
+def unregister(at_exit: bool = False) -> None:
+    """``at_exit``: the process is ending and Blender may already have freed its keymaps."""
+    if not at_exit:
+        for keymap, item in _keymaps:
+            keymap.keymap_items.remove(item)
+    _keymaps.clear()
+    DRAG_STATE.budget_source = None
 
 
 CLASSES = (WELMAN_IK_Preferences,)
