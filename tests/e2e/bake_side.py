@@ -157,7 +157,7 @@ def assigned(obj) -> str | None:
 
 
 def action_fcurves(obj) -> list:
-    from welman_ik.blender import keyframes  # it knows Blender 4.4+ channelbags
+    from welman_ik.blender.rig import keyframes  # it knows Blender 4.4+ channelbags
 
     return list(keyframes.action_fcurves(obj))
 
