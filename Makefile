@@ -72,8 +72,11 @@ $(VENV42)/.installed: tests/requirements.txt
 test-blender-42: $(VENV42)/.installed
 	$(VENV42)/bin/python -m pytest tests/blender -q -p no:cacheprovider -m "not once"
 
+## lint: ruff, then the import contracts of .importlinter (the Blender layer's folders import downward only;
+## the core never imports bpy nor the Blender layer)
 lint: venv
 	$(PY) -m ruff check $(RUFF_ARGS) welman_ik tests scripts
+	$(VENV)/bin/lint-imports
 
 ## bench: time per drag step against Blender's own IK
 bench: venv
@@ -94,4 +97,4 @@ package: venv
 	$(PY) scripts/package.py --output $(OUT)
 
 clean:
-	rm -rf $(OUT) .pytest_cache .ruff_cache
+	rm -rf $(OUT) .pytest_cache .ruff_cache .import_linter_cache

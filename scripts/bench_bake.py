@@ -60,7 +60,7 @@ for _path in (ROOT, ROOT / "scripts"):
 
 import scenes
 
-from welman_ik.blender import keyframes
+from welman_ik.blender.rig import keyframes
 
 FEET = scenes.FEET  # toe.L, toe.R, heel.02.L, heel.02.R: pinned at their tails
 PELVIS = "spine"  # the root bone; its head is the pelvis

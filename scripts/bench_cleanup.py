@@ -77,7 +77,7 @@ for _path in (ROOT, ROOT / "scripts"):
 import addon_utils
 import scenes
 
-from welman_ik.blender import keyframes
+from welman_ik.blender.rig import keyframes
 from welman_ik.cleanup.job import find_feet, select_only
 from welman_ik.cleanup.measure import extent, sample
 

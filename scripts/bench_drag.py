@@ -59,7 +59,7 @@ for _path in (ROOT, ROOT / "scripts"):
 
 import scenes
 
-from welman_ik.blender.solve import DragSolver
+from welman_ik.blender.drag.solver import DragSolver
 
 DRAGGED = "hand.R"
 ANCHOR = 1.0  # the tail

@@ -311,7 +311,7 @@ class Bench:
         return worst
 
     def hysteresis_session(self) -> tuple[float, str]:
-        from welman_ik.blender.session import DragSession
+        from welman_ik.blender.drag.session import DragSession
 
         worst = (0.0, "")
         for offset in HYSTERESIS_PATHS.values():

@@ -42,8 +42,8 @@ for _path in (ROOT, ROOT / "scripts"):
 import scenes
 from bench_drag import STEP, drag_path
 
-from welman_ik.blender.evaluated import anchor_points, update
-from welman_ik.blender.solve import DragSolver
+from welman_ik.blender.drag.solver import DragSolver
+from welman_ik.blender.rig.evaluated import anchor_points, update
 
 
 def point(obj, bone: str, anchor: float) -> np.ndarray:

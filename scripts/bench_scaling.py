@@ -74,7 +74,7 @@ for _path in (ROOT, ROOT / "scripts"):
 import scenes
 from bench_drag import BLENDER_ITERATIONS, OUR_SOLVERS, STEP, Run, line_then_arc, restore, snapshot, world_tail
 
-from welman_ik.blender.solve import DragSolver
+from welman_ik.blender.drag.solver import DragSolver
 
 BONES = (50, 100, 200, 500, 1000, 2000)
 BRANCHES = 9  # tips: 8 pinned, the last dragged

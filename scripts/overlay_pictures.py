@@ -152,7 +152,7 @@ def blender_side(argv) -> None:
         return obj.matrix_world @ (pb.head + anchor * (pb.tail - pb.head))
 
     def select(names, active=None):
-        from welman_ik.blender import selection
+        from welman_ik.blender.rig import selection
 
         obj = state["obj"]
         for pb in obj.pose.bones:
@@ -251,7 +251,7 @@ def blender_side(argv) -> None:
         pin(["toe.L", "toe.R", "heel.02.L", "heel.02.R"])
         pin([], kind="BALANCE", use_support=True)
         obj = state["obj"]
-        from welman_ik.blender.goals import centre_of_mass
+        from welman_ik.blender.pins.goals import centre_of_mass
 
         com = Vector(centre_of_mass(obj))
         return Vector((com.x, com.y, 0.5 * com.z)), front(52.0, 35.0), 3.7, "PERSP"
@@ -297,7 +297,7 @@ def blender_side(argv) -> None:
 
     def bench():
         """33 pins (every kind on four bones, a balance), drawn a few dozen times."""
-        from welman_ik.blender import overlay
+        from welman_ik.blender.ui import overlay
 
         reset()
         with override():

@@ -66,7 +66,7 @@ def pin_bones(obj, pins) -> None:
 
 
 def select(obj, names) -> None:
-    from welman_ik.blender.selection import set_selected
+    from welman_ik.blender.rig.selection import set_selected
 
     names = set(names)
     for pb in obj.pose.bones:

@@ -9,7 +9,7 @@ import pytest
 import scenes
 from conftest import FIXTURES, channels, drag, pin, pin_errors, pins_state, world_point
 
-from welman_ik.blender.keyframes import action_fcurves
+from welman_ik.blender.rig.keyframes import action_fcurves
 
 
 def _state(obj) -> tuple:

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from conftest import drag, pin_errors, rotation_angle, world_point
 
-from welman_ik.blender import keyframes
+from welman_ik.blender.rig import keyframes
 
 FEET = ("toe.L", "toe.R", "heel.02.L", "heel.02.R")
 
@@ -127,7 +127,7 @@ def test_follow_pin_tracks_its_own_animated_path(fig_6_5):
 
 
 def test_cancelled_bake_leaves_nothing(fig_6_5):
-    from welman_ik.blender.bake import Baker
+    from welman_ik.blender.bake.baker import Baker
 
     obj = fig_6_5
     original = obj.animation_data.action
@@ -233,7 +233,7 @@ def test_an_edit_reports_its_error_where_it_holds_in_full(fig_6_5):
 
 
 def _baked_channels(obj, direct: bool) -> dict:
-    from welman_ik.blender.bake import Baker
+    from welman_ik.blender.bake.baker import Baker
 
     baker = Baker(bpy.context, obj, 1, 21, direct=direct)
     assert baker.sampler.direct == direct
@@ -246,7 +246,7 @@ def _baked_channels(obj, direct: bool) -> dict:
 def test_sampling_the_fcurves_matches_the_scene_evaluation(fig_6_5):
     """The bake's own F-curve evaluation gives the same baked channels as a scene frame
     change on every frame."""
-    from welman_ik.blender.bake import direct_sampling
+    from welman_ik.blender.bake.baker import direct_sampling
 
     assert direct_sampling(fig_6_5)
     direct, scene = _baked_channels(fig_6_5, True), _baked_channels(fig_6_5, False)
@@ -264,7 +264,7 @@ def test_sampling_the_fcurves_matches_the_scene_evaluation(fig_6_5):
 def test_bake_evaluates_nla_strips(fig_6_5):
     """The body's motion comes from an NLA strip under an active action that keys only the
     head: the bake evaluates both, as Blender does, and the feet hold."""
-    from welman_ik.blender.bake import direct_sampling
+    from welman_ik.blender.bake.baker import direct_sampling
 
     obj = fig_6_5
     scene = bpy.context.scene
@@ -294,7 +294,7 @@ def test_bake_evaluates_nla_strips(fig_6_5):
 
 @pytest.mark.parametrize("change", ["nla", "constraint", "driver", "object", "time remapping"])
 def test_anything_beyond_plain_fcurves_is_sampled_by_the_scene(fig_6_5, change):
-    from welman_ik.blender.bake import direct_sampling
+    from welman_ik.blender.bake.baker import direct_sampling
 
     obj = fig_6_5
     assert direct_sampling(obj)
@@ -315,8 +315,8 @@ def test_interactive_edit_previews_what_the_edit_does(fig_6_5):
     """The panel's Edit Motion: a drag at the current frame with the pins as the edit holds
     them (here a follow pin on hand.L on its animated path, and the feet), the root kept;
     confirming blends the edit into the neighbours and lands where the preview was."""
-    from welman_ik.blender.bake import pins_for_edit
-    from welman_ik.blender.session import DragSession, PoseSnapshot
+    from welman_ik.blender.bake.baker import pins_for_edit
+    from welman_ik.blender.drag.session import DragSession, PoseSnapshot
 
     obj = fig_6_5
     scene = bpy.context.scene
@@ -508,7 +508,7 @@ def _solved(obj) -> tuple:
     """A bake of frames 1-21 solved but not written (the pose put back): the baker, and the
     channels of each frame as the model gives them, taken while the frame's animated pose is
     on the bones."""
-    from welman_ik.blender.bake import Baker
+    from welman_ik.blender.bake.baker import Baker
 
     baker = Baker(bpy.context, obj, 1, 21)
     channels = {}
@@ -530,7 +530,7 @@ def test_each_frame_starts_where_the_last_frames_lead(fig_6_5, monkeypatch):
     held foot needs a correction that changes smoothly): fewer iterations than from the
     last frame's correction alone, and the same result, as the pose the solve keeps to is
     the same."""
-    from welman_ik.blender import bake
+    from welman_ik.blender.bake import baker as bake
 
     warm, warm_channels = _solved(fig_6_5)
     monkeypatch.setattr(bake, "EXTRAPOLATED", set())

@@ -10,9 +10,9 @@ import pytest
 from conftest import channels
 from mathutils import Euler, Quaternion
 
-from welman_ik.blender.channels import AXES, FEW_ROWS
-from welman_ik.blender.evaluated import anchor_points
-from welman_ik.blender.rig import RigModel
+from welman_ik.blender.rig.channels import AXES, FEW_ROWS
+from welman_ik.blender.rig.evaluated import anchor_points
+from welman_ik.blender.rig.model import RigModel
 
 # The right arm's chain in every rotation mode, each starting away from rest: a quaternion
 # of length 1.3 with w < 0, Euler angles past a half turn, an axis-angle about -Y.

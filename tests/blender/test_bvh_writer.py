@@ -9,7 +9,7 @@ import pytest
 import scenes
 from conftest import CLIP_SCALES, FIXTURES, import_clip
 
-from welman_ik.blender import keyframes
+from welman_ik.blender.rig import keyframes
 from welman_ik.cleanup import bvh
 
 CLIPS = ("mocapbank_clip.bvh", "pymo_walk.bvh", "mixamo_clip.bvh")

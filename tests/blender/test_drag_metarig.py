@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from conftest import drag, pin, pin_errors, world_point
 
-from welman_ik.blender.solve import DragSolver
+from welman_ik.blender.drag.solver import DragSolver
 from welman_ik.core import SOLVERS
 
 SHOULDER_R = np.array([-0.195, 0.027, 1.585])

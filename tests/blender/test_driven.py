@@ -1,4 +1,4 @@
-"""What drives a bone, and what to drag instead (welman_ik.blender.driven), in real Blender:
+"""What drives a bone, and what to drag instead (welman_ik.blender.rig.driven), in real Blender:
 a generated Rigify human, and an armature built here with constraints, an IK chain and
 drivers of its own."""
 
@@ -8,7 +8,7 @@ import bpy
 import pytest
 import scenes
 
-from welman_ik.blender.driven import (
+from welman_ik.blender.rig.driven import (
     LOCATION,
     ROTATION,
     drive,

@@ -8,8 +8,8 @@ import numpy as np
 from conftest import channels, drag, pin_errors, world_point
 from mathutils import Quaternion
 
-from welman_ik.blender import keyframes
-from welman_ik.blender.session import DEFAULT_ANCHOR, DragSession
+from welman_ik.blender.drag.session import DEFAULT_ANCHOR, DragSession
+from welman_ik.blender.rig import keyframes
 
 FRONT = np.array([0.0, 1.0, 0.0])
 

@@ -11,9 +11,9 @@ import scenes
 from conftest import drag, pin, pin_errors, rotation_angle, world_point
 from mathutils import Quaternion
 
-from welman_ik.blender import keyframes
-from welman_ik.blender.goals import centre_of_mass
-from welman_ik.blender.session import DragSession
+from welman_ik.blender.drag.session import DragSession
+from welman_ik.blender.pins.goals import centre_of_mass
+from welman_ik.blender.rig import keyframes
 from welman_ik.core.goals.balance import convex_hull_2d
 
 MM = 1e-3
@@ -315,7 +315,7 @@ def test_bake_holds_pose_and_aim_pins_on_every_frame(bare_human):
 def test_the_panel_edits_each_kind_fields(bare_human, kind):
     from test_range_ui import draw
 
-    from welman_ik.blender import panel
+    from welman_ik.blender.ui import panel
 
     obj = bare_human
     if kind == "TOGETHER":
@@ -375,7 +375,7 @@ def test_motion_edit_holds_pose_and_aim_pins_through_its_window(bare_human):
 
 
 def test_the_mass_model_of_a_generated_rigify_rig_weighs_its_controls_once():
-    from welman_ik.blender.goals import massive_bones
+    from welman_ik.blender.pins.goals import massive_bones
 
     scenes.empty_scene()
     rig = scenes.generated_rigify()

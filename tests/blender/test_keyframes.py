@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from conftest import channels, drag, pin_errors, world_point, world_pose
 
-from welman_ik.blender.keyframes import action_fcurves, bone_fcurves
+from welman_ik.blender.rig.keyframes import action_fcurves, bone_fcurves
 
 FRAME = 7
 MOVE = np.array([-0.1, -0.2, -0.15])  # the right hand forward and down: the body leans in

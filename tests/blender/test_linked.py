@@ -10,7 +10,7 @@ import pytest
 import scenes
 from conftest import channels, drag, pin_errors, pins_state, world_point
 
-from welman_ik.blender.keyframes import action_fcurves, bone_fcurves
+from welman_ik.blender.rig.keyframes import action_fcurves, bone_fcurves
 
 # Both feet and the left hand, pinned in the library file (in the order the pin operator
 # adds them: the armature's bone order).

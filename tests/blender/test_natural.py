@@ -12,7 +12,7 @@ import pytest
 import scenes
 from conftest import pin_errors, world_point
 
-from welman_ik.blender.session import DragSession
+from welman_ik.blender.drag.session import DragSession
 
 FRONT = np.array([0.0, 1.0, 0.0])  # the view looks along +Y at the rig, which faces -Y
 

@@ -15,7 +15,7 @@ import scenes
 from conftest import drag, import_clip, local_rotation, pin_errors, rotation_angle, world_point
 from test_joint_ranges import excess_degrees
 
-from welman_ik.blender.session import DragSession
+from welman_ik.blender.drag.session import DragSession
 
 
 @dataclass(frozen=True)

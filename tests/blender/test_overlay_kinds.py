@@ -13,8 +13,8 @@ import pytest
 from conftest import pin
 from mathutils import Euler, Quaternion, Vector
 
-from welman_ik.blender import overlay, pin_shapes
-from welman_ik.blender.goals import centre_of_mass
+from welman_ik.blender.pins.goals import centre_of_mass
+from welman_ik.blender.ui import overlay, pin_shapes
 
 FEET = ("toe.L", "toe.R", "heel.02.L", "heel.02.R")
 HELD, VIOLATED = pin_shapes.PIN_HELD, pin_shapes.PIN_VIOLATED

@@ -12,8 +12,8 @@ import scenes
 from conftest import import_clip
 from mathutils import Quaternion
 
-from welman_ik.blender import presets
-from welman_ik.blender.selection import set_selected
+from welman_ik.blender.rig import presets
+from welman_ik.blender.rig.selection import set_selected
 
 BACKWARD = np.array([0.0, 1.0, 0.0])  # every rig here faces -Y
 

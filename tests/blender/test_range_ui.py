@@ -14,8 +14,8 @@ import pytest
 import scenes
 from mathutils import Euler, Matrix, Quaternion
 
-import welman_ik.blender
-from welman_ik.blender import panel, range_shapes
+import welman_ik.blender.rig
+from welman_ik.blender.ui import panel, range_shapes
 
 BONE = "upper_arm.L"
 LIMITS = {"swing_x_min": -0.5, "swing_x_max": 1.1, "swing_z_min": -0.3, "swing_z_max": 0.6,
@@ -273,10 +273,10 @@ def test_range_panel_draws_the_active_bone_range(arm):
 def recognised(monkeypatch):
     """A stand-in presets module that recognises every rig as ``naming[0]``."""
     naming = ["METARIG"]
-    fake = types.ModuleType("welman_ik.blender.presets")
+    fake = types.ModuleType("welman_ik.blender.rig.presets")
     fake.recognised = lambda obj: naming[0]
-    monkeypatch.setattr(welman_ik.blender, "presets", fake, raising=False)
-    monkeypatch.setitem(sys.modules, "welman_ik.blender.presets", fake)
+    monkeypatch.setattr(welman_ik.blender.rig, "presets", fake, raising=False)
+    monkeypatch.setitem(sys.modules, "welman_ik.blender.rig.presets", fake)
     return naming
 
 
@@ -310,9 +310,9 @@ def test_no_offer_without_pins(bare_human, recognised):
 
 def test_offer_survives_missing_or_failing_presets(human, monkeypatch):
     """Without a presets module, or with one that fails, the panel draws and offers nothing."""
-    broken = types.ModuleType("welman_ik.blender.presets")
-    monkeypatch.setattr(welman_ik.blender, "presets", broken, raising=False)
-    monkeypatch.setitem(sys.modules, "welman_ik.blender.presets", broken)
+    broken = types.ModuleType("welman_ik.blender.rig.presets")
+    monkeypatch.setattr(welman_ik.blender.rig, "presets", broken, raising=False)
+    monkeypatch.setitem(sys.modules, "welman_ik.blender.rig.presets", broken)
     assert panel.ranges_offer(human) == ""
 
     def fail(obj):

@@ -13,7 +13,7 @@ import pytest
 import scenes
 from conftest import channels, pin, pin_errors, world_point
 
-from welman_ik.blender.session import DragSession
+from welman_ik.blender.drag.session import DragSession
 
 TOLERANCE = 1e-4  # [m] in the evaluated pose
 
@@ -265,7 +265,7 @@ def posed_scaled(rig):
 def test_model_is_the_evaluated_pose(setup, translating):
     """Pure kinematics is modelled exactly: the hinge tree puts every bone's head and tail
     where Blender's evaluation does (single-precision storage aside)."""
-    from welman_ik.blender.rig import RigModel
+    from welman_ik.blender.rig.model import RigModel
 
     rig = human_with(setup)
     names = [pb.name for pb in rig.pose.bones]
@@ -283,8 +283,8 @@ def test_rigify_no_silent_miss_on_any_selectable_bone(rigify):
     3-4 cm with the IK feet pinned: refused with a message, or landed within tolerance in the
     evaluated pose, or reported as missed (not converged, with the reason). Never a miss
     reported as converged."""
-    from welman_ik.blender.channels import PoseSnapshot
-    from welman_ik.blender.driven import is_hidden_from_user
+    from welman_ik.blender.rig.channels import PoseSnapshot
+    from welman_ik.blender.rig.driven import is_hidden_from_user
 
     start = PoseSnapshot(rigify)
     selectable = [pb.name for pb in rigify.pose.bones if not is_hidden_from_user(rigify, pb)]

@@ -98,7 +98,7 @@ def _drag_keymap_items() -> int:
 
 
 def test_register_cycles_leave_one_keymap_item_and_draw_handler():
-    from welman_ik.blender import overlay
+    from welman_ik.blender.ui import overlay
 
     for _ in range(10):
         welman_ik.unregister()

@@ -11,7 +11,7 @@ import pytest
 import scenes
 from conftest import channels, drag, pin_errors, pins_state, world_point
 
-from welman_ik.blender import panel
+from welman_ik.blender.ui import panel
 
 
 def _refused(phrase: str, call, *args, **kwargs) -> None:

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 from conftest import channels, pin_errors, world_point
 
-from welman_ik.blender import keyframes
-from welman_ik.blender.session import DEFAULT_ANCHOR, DragSession, closest_point_on_ray
+from welman_ik.blender.drag.session import DEFAULT_ANCHOR, DragSession, closest_point_on_ray
+from welman_ik.blender.rig import keyframes
 
 FRONT = np.array([0.0, 1.0, 0.0])  # a front orthographic view looks along +Y
 
@@ -108,7 +108,7 @@ def test_solver_cycles_live(human):
 
 @pytest.mark.parametrize("bone", ["hand.X", ""])
 def test_session_refuses_unknown_bones(human, bone):
-    from welman_ik.blender.rig import RigError
+    from welman_ik.blender.rig.model import RigError
 
     with pytest.raises(RigError):
         DragSession(human, bone)

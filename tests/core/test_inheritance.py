@@ -180,7 +180,7 @@ def test_all_true_inherits_is_bit_identical_to_omitting_it(seed: int) -> None:
 def test_lever_table_and_replace() -> None:
     """lever[k, j]: the first non-inheriting joint strictly below j on the way to k (-1: none).
     Chain 0-1-2-3-4 with 2 and 4 not inheriting, a branch 5 off 1. dataclasses.replace (as
-    rig.py uses it) keeps the flags and rebuilds the derived tables."""
+    blender/rig/model.py uses it) keeps the flags and rebuilds the derived tables."""
     parent = [-1, 0, 1, 2, 3, 1]
     n = len(parent)
     sk = Skeleton(parent=parent, prismatic=[False] * n, axis=[[0, 0, 1]] * n, rest=np.stack([np.eye(4)] * n),

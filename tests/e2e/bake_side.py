@@ -157,7 +157,7 @@ def assigned(obj) -> str | None:
 
 
 def action_fcurves(obj) -> list:
-    from welman_ik.blender import keyframes  # it knows Blender 4.4+ channelbags
+    from welman_ik.blender.rig import keyframes  # it knows Blender 4.4+ channelbags
 
     return list(keyframes.action_fcurves(obj))
 
@@ -174,7 +174,7 @@ def action_keys(obj) -> dict:
 
 def bakers(collect: bool = False) -> list:
     """Progress of every live ``Baker`` (the running bake's): frames baked, frames, done."""
-    from welman_ik.blender import bake
+    from welman_ik.blender.bake import baker as bake
 
     if collect:
         gc.collect()
@@ -234,7 +234,7 @@ def step_setup():
 def build_animation(obj):
     """Pins on the feet; keys every ``--key-every`` frames, alternately at rest and with the
     pelvis ``--drop`` lower (as ``scripts/bench_bake.py`` builds it)."""
-    from welman_ik.blender import selection
+    from welman_ik.blender.rig import selection
 
     scene = bpy.context.scene
     for pb in obj.pose.bones:

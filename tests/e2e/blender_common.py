@@ -103,7 +103,7 @@ def key_squats(obj, frames, drop: float = 0.25, root: str = "spine") -> None:
     """Welman's Fig 6.5 as keys: the whole pose keyed on ``frames``, alternately at rest and
     with the pelvis (the head of ``root``) ``drop`` metres lower, the lowered pose made once
     with ``welman_ik.drag`` and the pins in force."""
-    from welman_ik.blender import keyframes
+    from welman_ik.blender.rig import keyframes
 
     bpy.context.scene.frame_set(frames[0])
     bpy.context.view_layer.update()

@@ -60,8 +60,8 @@ MOTION_FALLOFF = 5  # frames 6..16 take the edit; the others keep their motion
 SIDEBAR_TAB = "Welman IK"
 # Where the add-on may leave per-event latencies of the last interactive drag (the first found
 # is reported), and where its running drag session lives (None when no drag is running).
-LATENCY_HOOKS = ("welman_ik.blender.overlay.DRAG_STATE.latencies", "welman_ik.E2E_LATENCIES")
-SESSION_HOOKS = ("welman_ik.blender.overlay.DRAG_STATE.session",)
+LATENCY_HOOKS = ("welman_ik.blender.drag.state.DRAG_STATE.latencies", "welman_ik.E2E_LATENCIES")
+SESSION_HOOKS = ("welman_ik.blender.drag.state.DRAG_STATE.session",)
 KEY_NAMES = {  # shortcut words that differ between xdotool and Blender's key types
     "tab": "TAB", "space": "SPACE", "return": "RET", "enter": "RET", "escape": "ESC", "esc": "ESC",
     "delete": "DEL", "backspace": "BACK_SPACE", "minus": "MINUS", "plus": "PLUS", "period": "PERIOD",
@@ -220,7 +220,7 @@ def time_overlay_draw():
     (``S.overlay_in_draw``)."""
     if ARGS.root not in sys.path:
         sys.path.insert(0, ARGS.root)
-    from welman_ik.blender import overlay
+    from welman_ik.blender.ui import overlay
 
     if getattr(overlay, "_handle", None) is not None:
         raise RuntimeError("the add-on's draw handler is already registered: its draw callback cannot be timed")
@@ -248,9 +248,9 @@ def time_mouse_events():
     each mouse move it handles is stamped on arrival and when handled; the viewport's draw
     handlers stamp the redraw that follows. Blender looks the method up on the class at each
     call, so the wrapper takes effect for every drag started from now on."""
-    from welman_ik.blender import operators
+    from welman_ik.blender.drag import operator
 
-    modal = operators.ModalDrag.modal
+    modal = operator.ModalDrag.modal
 
     def timed_modal(self, context, event):
         if event.type != "MOUSEMOVE":
@@ -265,7 +265,7 @@ def time_mouse_events():
                                 "handler_cpu": 1000.0 * (time.thread_time() - arrived_cpu)})
 
     timed_modal.__wrapped__ = modal
-    operators.ModalDrag.modal = timed_modal
+    operator.ModalDrag.modal = timed_modal
 
 
 def mouse_event_times() -> list:
@@ -339,7 +339,7 @@ def point_on_bone(obj, name: str, anchor: float) -> Vector:
 
 def action_fcurves(obj) -> list:
     try:  # the add-on's helper knows Blender 4.4+ channelbags
-        from welman_ik.blender import keyframes
+        from welman_ik.blender.rig import keyframes
 
         return list(keyframes.action_fcurves(obj))
     except (ImportError, AttributeError):
@@ -379,7 +379,7 @@ def watch_pins():
 
 def hovered_bone(obj, mouse_window) -> str | None:
     """The add-on's pick of the bone under a window position in the viewport ('' for none)."""
-    from welman_ik.blender import viewport
+    from welman_ik.blender.drag import viewport
 
     mouse = (mouse_window[0] - S.region.x, mouse_window[1] - S.region.y)
     return viewport.bone_under_mouse(S.region, S.area.spaces.active.region_3d, obj, mouse)

@@ -207,7 +207,7 @@ def find_feet(obj, names: Sequence[str] | None = None) -> tuple[str, list[str]]:
 
 
 def select_only(obj, names) -> None:
-    from ..blender.selection import set_selected
+    from ..blender.rig.selection import set_selected
 
     names = set(names)
     for pb in obj.pose.bones:
@@ -261,7 +261,7 @@ def export(obj, source: Path, output: Path, scale: float, frames: range) -> None
 
 def shift_action(obj, frames: float) -> None:
     """Every key of the object's action (and its handles) ``frames`` later, in bulk."""
-    from ..blender.keyframes import action_fcurves
+    from ..blender.rig.keyframes import action_fcurves
 
     for curve in action_fcurves(obj):
         keys = curve.keyframe_points

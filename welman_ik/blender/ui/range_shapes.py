@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 
-from ..core import ranges
+from ...core import ranges
 
 TWIST_AT = 0.8  # the twist arc's centre, as a share of the bone's length from its head
 TWIST_RADIUS = 0.3  # the twist arc's radius, as a share of the bone's length

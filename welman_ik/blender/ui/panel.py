@@ -6,7 +6,7 @@ import textwrap
 
 import bpy
 
-from .operators import ArmatureOperator, linked_refusal
+from ..rig.polls import ArmatureOperator, linked_refusal
 
 NAMINGS = {"RIGIFY": "Rigify", "METARIG": "Rigify metarig", "MIXAMO": "Mixamo", "BVH": "BVH"}
 JOINT_RANGES = "welman_ik.joint_ranges"
@@ -120,7 +120,7 @@ def recognised_naming(obj) -> str:
     """The human naming of armature ``obj`` ('RIGIFY', 'METARIG', 'MIXAMO', 'BVH') as the presets
     recognise it, or '' (also when the presets module is missing or fails: the panel must draw)."""
     try:
-        from . import presets
+        from ..rig import presets
     except ImportError:
         return ""
     recognised = getattr(presets, "recognised", None)

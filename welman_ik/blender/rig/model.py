@@ -19,9 +19,9 @@ from dataclasses import dataclass
 import numpy as np
 from mathutils import Euler, Matrix
 
-from ..core import Skeleton
-from ..core.ranges import SphericalRanges
-from ..core.threads import single_threaded
+from ...core import Skeleton
+from ...core.ranges import SphericalRanges
+from ...core.threads import single_threaded
 from . import driven
 from .channels import (
     AXES,

@@ -16,7 +16,7 @@ import re
 import numpy as np
 from mathutils import Quaternion
 
-from ..core import (
+from ...core import (
     AimGoal,
     BalanceGoal,
     Goal,
@@ -28,9 +28,9 @@ from ..core import (
     RegionGoal,
     TogetherGoal,
 )
-from ..core.masses import segment_masses
-from ..core.problem import goal_errors
-from .rig import RigError, RigModel
+from ...core.masses import segment_masses
+from ...core.problem import goal_errors
+from ..rig.model import RigError, RigModel
 
 POINT_KINDS = frozenset({"POSITION"})
 SHAPED_KINDS = frozenset({"ORIENTATION", "POSE", "LINE", "PLANE", "AIM", "REGION", "TOGETHER", "BALANCE"})
@@ -92,7 +92,7 @@ def ik_limbs(obj) -> list[str]:
 
 def centre_of_mass(obj) -> np.ndarray:
     """The body's centre of mass [m, world] as Blender evaluated the pose."""
-    from .evaluated import anchor_points
+    from ..rig.evaluated import anchor_points
 
     names, masses, fractions = massive_bones(obj)
     if not names:

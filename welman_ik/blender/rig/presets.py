@@ -8,8 +8,8 @@ import bpy
 import numpy as np
 from bpy.props import EnumProperty
 
-from ..core import anatomy
-from .operators import ArmatureOperator, selected_pose_bones
+from ...core import anatomy
+from .polls import ArmatureOperator, selected_pose_bones
 
 PRESETS = (
     ("AUTO", "Auto", "Recognise the rig's naming (Rigify, metarig, Mixamo, BVH) and set human joint ranges"),

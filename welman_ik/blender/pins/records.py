@@ -8,10 +8,10 @@ import math
 import numpy as np
 from mathutils import Vector
 
-from ..core.goals.aim import AXES as AIM_AXES
-from .evaluated import anchor_points
+from ...core.goals.aim import AXES as AIM_AXES
+from ..rig.evaluated import anchor_points
+from ..rig.model import RigError
 from .goals import SUPPORT_KINDS, centre_of_mass
-from .rig import RigError
 
 AIM_DISTANCE = 10.0  # an aim pin's target: this many bone lengths out along the aimed axis
 PIN_FIELDS = ("bone", "kind", "anchor", "location", "rotation", "axes", "direction", "radius", "aim_axis",

@@ -1,6 +1,6 @@
 """The truth is the pose Blender evaluates.
 
-The solver poses a model of the armature (``rig.py``); constraints, drivers and whatever
+The solver poses a model of the armature (``model.py``); constraints, drivers and whatever
 else the model leaves out decide where the bones really end. Every figure the add-on
 reports is measured here, on the evaluated pose, and a solve closes its loop on it: where
 an evaluated point misses while the model's point holds, the model's target moves by the

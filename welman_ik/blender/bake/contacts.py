@@ -7,8 +7,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..core import anatomy, contacts
-from .evaluated import anchor_points
+from ...core import anatomy, contacts
+from ..rig.evaluated import anchor_points
 
 HEEL, TOE = 0.0, 1.0  # a foot bone's head (the heel strikes) and tail (the ball pushes off)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from bpy_extras import view3d_utils
 
-from . import selection
+from ..rig import selection
 
 PICK_RADIUS = 12.0  # pixels from a bone's line within which the mouse picks it
 

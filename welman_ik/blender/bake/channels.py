@@ -17,8 +17,8 @@ from types import SimpleNamespace
 import numpy as np
 from mathutils import Euler, Quaternion
 
-from .channels import AXES, EULER_ORDERS, BoneChannels, euler_quaternions, order_axes, rotation_channels
-from .keyframes import rotation_path
+from ..rig.channels import AXES, EULER_ORDERS, BoneChannels, euler_quaternions, order_axes, rotation_channels
+from ..rig.keyframes import rotation_path
 
 
 def _animated(mode: str, original: BoneChannels) -> SimpleNamespace:

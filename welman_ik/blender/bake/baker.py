@@ -17,16 +17,21 @@ import bpy
 import numpy as np
 from mathutils import Matrix, Quaternion
 
-from ..core import SOLVERS, PositionGoal, Problem, SolveResult
-from ..core.contacts import ease
-from ..core.problem import goal_errors
-from . import goals as shaped_goals
-from . import keyframes
-from .bake_channels import Solutions
-from .channels import PoseSnapshot
-from .evaluated import GoalSet, Measured, anchor_points, measure
-from .evaluated import slack as evaluated_slack
-from .goals import (
+from ...core import SOLVERS, PositionGoal, Problem, SolveResult
+from ...core.contacts import ease
+from ...core.problem import goal_errors
+from ..drag.solver import (
+    Figures,
+    check_goal_bones,
+    check_goal_point,
+    check_pin_bones,
+    movable_bones,
+    preferred_pose,
+    record,
+    rig_reach,
+)
+from ..pins import goals as shaped_goals
+from ..pins.goals import (
     SHAPED_KINDS,
     SOLVABLE_PIN_KINDS,
     SUPPORT_KINDS,
@@ -37,17 +42,12 @@ from .goals import (
     pin_bones,
     support_points,
 )
-from .rig import RigError, RigModel, chain_to_root
-from .solve import (
-    Figures,
-    check_goal_bones,
-    check_goal_point,
-    check_pin_bones,
-    movable_bones,
-    preferred_pose,
-    record,
-    rig_reach,
-)
+from ..rig import keyframes
+from ..rig.channels import PoseSnapshot
+from ..rig.evaluated import GoalSet, Measured, anchor_points, measure
+from ..rig.evaluated import slack as evaluated_slack
+from ..rig.model import RigError, RigModel, chain_to_root
+from .channels import Solutions
 
 SUFFIX = ".welman_bake"
 CORRECTION_PASSES = 4  # re-solves of the frames the evaluated pose misses (constrained rigs)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..core.body import body_parts
+from ...core.body import body_parts
 
 _FOUND: dict = {}  # armature data pointer -> (bone names, (trunk, neck, head))
 

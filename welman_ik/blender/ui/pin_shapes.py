@@ -24,9 +24,9 @@ import math
 
 import numpy as np
 
-from ..core.goals.balance import convex_hull_2d, nearest_in_polygon
-from . import selection
-from .goals import SUPPORT_KINDS, massive_bones
+from ...core.goals.balance import convex_hull_2d, nearest_in_polygon
+from ..pins.goals import SUPPORT_KINDS, massive_bones
+from ..rig import selection
 
 PIN_HELD = (0.2, 0.9, 0.3, 1.0)
 PIN_VIOLATED = (1.0, 0.15, 0.1, 1.0)

@@ -1,8 +1,8 @@
 """Viewport overlay: the draw handler. Over the 3D view in pose mode it draws every pin's shape
 and the locked bones (built by ``pin_shapes``; one gpu batch per (primitive, colour), kept
-with the cached drawing), the drag goal, and the joint range of the active bone (built by
-``range_shapes``: its swing cone and twist arc). The handler never raises: an error is
-printed once.
+with the cached drawing), the running drag's goal (read from ``drag.state``), and the joint
+range of the active bone (built by ``range_shapes``: its swing cone and twist arc). The
+handler never raises: an error is printed once.
 """
 
 from __future__ import annotations
@@ -14,19 +14,10 @@ import gpu
 import numpy as np
 from gpu_extras.batch import batch_for_shader
 
+from ..drag.state import DRAG_STATE
 from .pin_shapes import Cache, overlay_geometry
 from .range_shapes import active_range_bone, range_outline
 
-
-class DragState:
-    """What the running interactive drag shows; ``latencies`` keeps the last drag's
-    per-event milliseconds for measurements."""
-
-    session = None
-    latencies: list = []
-
-
-DRAG_STATE = DragState()
 DRAG_GOAL = (1.0, 0.8, 0.1, 1.0)
 RANGE_CONE = (0.35, 0.65, 1.0, 0.9)
 RANGE_TWIST = (1.0, 0.6, 0.15, 1.0)

@@ -11,16 +11,16 @@ import time
 
 import numpy as np
 
-from . import keyframes
-from .channels import PoseSnapshot
-from .pinning import add_pin, fields_of, pin_records
-from .properties import SOLVER_ITEMS
-from .rig import RigError
-from .solve import DragSolver, Figures, move_pins_to_bone, record
+from ..pins.records import add_pin, fields_of, pin_records
+from ..rig import keyframes
+from ..rig.channels import PoseSnapshot
+from ..rig.model import RigError
+from ..rig.properties import SOLVER_ITEMS
+from .solver import DragSolver, Figures, move_pins_to_bone, record
+from .state import EVENT_BUDGET
 
 LAST_SOLVE = ("iterations", "drag_error", "max_pin_error", "milliseconds", "converged")
 DEFAULT_ANCHOR = 0.5  # the bone's middle: Welman (1993) found it avoids unwanted twist
-EVENT_BUDGET = 0.03  # seconds of solving per mouse event, so the cursor never stalls
 
 
 def closest_point_on_ray(origin, direction, point) -> np.ndarray:

@@ -9,12 +9,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..core import SOLVERS, PositionGoal, Problem, SolveResult
-from . import body, driven, keyframes
-from .evaluated import FLOAT32_SLACK, GoalSet, Measured, anchor_points
-from .evaluated import measure as evaluated_measure
-from .evaluated import slack as evaluated_slack
-from .goals import (
+from ...core import SOLVERS, PositionGoal, Problem, SolveResult
+from ..pins.goals import (
     POINT_KINDS,
     SHAPED_KINDS,
     SOLVABLE_PIN_KINDS,
@@ -26,7 +22,11 @@ from .goals import (
     pin_bones,
     support_points,
 )
-from .rig import RigError, RigModel, chain_to_root
+from ..rig import body, driven, keyframes
+from ..rig.evaluated import FLOAT32_SLACK, GoalSet, Measured, anchor_points
+from ..rig.evaluated import measure as evaluated_measure
+from ..rig.evaluated import slack as evaluated_slack
+from ..rig.model import RigError, RigModel, chain_to_root
 
 MOVED_WITH_DRAG = frozenset({"POSITION", "POSE"})  # the dragged bone's pins that move to where it ends
 REACH_FACTOR = 1000.0  # goals farther than this many times the armature's size are refused

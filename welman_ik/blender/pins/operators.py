@@ -1,0 +1,229 @@
+"""The pin operators: pin, unpin, clear_pins, remove_pin, lock, unlock."""
+
+from __future__ import annotations
+
+import bpy
+from bpy.props import BoolProperty, BoolVectorProperty, EnumProperty, FloatProperty, IntProperty
+
+from ..rig.model import RigError
+from ..rig.polls import ArmatureOperator, SelectionOperator, armature_poll, degenerate_transform, selected_pose_bones
+from ..rig.properties import AIM_AXIS_ITEMS, PIN_KINDS
+from .records import add_pin, pin_records
+
+PLANE_NORMAL_ITEMS = [
+    ("UP", "Up", "The plane is level: its normal is the world's Z axis"),
+    ("VIEW", "View", "The plane faces the view: its normal points along the view direction"),
+]
+
+
+class WELMAN_IK_OT_pin(ArmatureOperator, bpy.types.Operator):
+    """Pin each selected bone as it is now (a balance pin needs no bone; a together pin joins
+    the selected bone to the active one)"""
+
+    bl_idname = "welman_ik.pin"
+    bl_label = "Pin"
+
+    kind: EnumProperty(name="Kind", items=PIN_KINDS, default="POSITION", options={"SKIP_SAVE"})
+    anchor: FloatProperty(name="Anchor", min=0.0, max=1.0, default=1.0, subtype="FACTOR", options={"SKIP_SAVE"},
+                          description="The held point along the bone: 0 head, 1 tail")
+    weight: FloatProperty(name="Weight", min=0.0, default=1.0, soft_max=10.0, options={"SKIP_SAVE"})
+    axes: BoolVectorProperty(name="Axes", size=3, default=(True, True, True), subtype="XYZ", options={"SKIP_SAVE"},
+                             description="Orientation, pose: which of the bone's own axes are held")
+    plane_normal: EnumProperty(name="Plane", items=PLANE_NORMAL_ITEMS, default="UP", options={"SKIP_SAVE"},
+                               description="Plane: which way the plane through the point faces")
+    aim_axis: EnumProperty(name="Aim Axis", items=AIM_AXIS_ITEMS, default="Y", options={"SKIP_SAVE"},
+                           description="Aim: the bone axis that keeps pointing at the target")
+    radius: FloatProperty(name="Radius", min=0.0, default=0.05, unit="LENGTH", options={"SKIP_SAVE"},
+                          description="Region: the sphere's radius")
+    use_support: BoolProperty(name="Support Polygon", default=False, options={"SKIP_SAVE"},
+                              description="Balance: over the support polygon of the position and pose pins")
+
+    @classmethod
+    def poll(cls, context):
+        return armature_poll(cls, context)
+
+    def draw(self, context):
+        layout = self.layout
+        layout.use_property_split = True
+        layout.prop(self, "kind")
+        if self.kind != "BALANCE":
+            layout.prop(self, "anchor")
+        layout.prop(self, "weight")
+        if self.kind in {"ORIENTATION", "POSE"}:
+            layout.prop(self, "axes")
+        elif self.kind == "PLANE":
+            layout.prop(self, "plane_normal")
+        elif self.kind == "AIM":
+            layout.prop(self, "aim_axis")
+        elif self.kind == "REGION":
+            layout.prop(self, "radius")
+        elif self.kind == "BALANCE":
+            layout.prop(self, "use_support")
+
+    def execute(self, context):
+        if self.refused(context):
+            return {"CANCELLED"}
+        obj = context.object
+        bones = selected_pose_bones(obj) if self.kind != "BALANCE" else []
+        if self.kind != "BALANCE" and not bones:
+            self.report({"ERROR"}, "Select one or more pose bones first")
+            return {"CANCELLED"}
+        context.view_layer.update()
+        if degenerate_transform(obj):
+            self.report({"ERROR"}, f"Armature '{obj.name}' has a degenerate transform (zero scale?); "
+                        "nothing was pinned")
+            return {"CANCELLED"}
+        try:
+            records = self._records(context, obj, bones)
+        except RigError as error:
+            self.report({"ERROR"}, f"{error}; nothing was pinned")
+            return {"CANCELLED"}
+        pins = obj.welman_ik.pins
+        for bone, fields in records:
+            add_pin(pins, bone, self.kind, fields, self.anchor, self.weight)
+        obj.welman_ik.active_pin_index = len(pins) - 1
+        what = "the centre of mass" if self.kind == "BALANCE" else f"{len(records)} bone(s)"
+        self.report({"INFO"}, f"Pinned {what} ({self.kind.lower()})")
+        return {"FINISHED"}
+
+    def _records(self, context, obj, bones) -> list[tuple[str, dict]]:
+        return pin_records(context, obj, self.kind, bones, self.anchor, axes=tuple(self.axes),
+                           plane_normal=self.plane_normal, aim_axis=self.aim_axis, radius=self.radius,
+                           use_support=self.use_support)
+
+
+def remove_pins(obj, indices) -> tuple[int, int]:
+    """Remove the pins at ``indices``; returns (removed, disabled).
+
+    On a library override, the pins that come from the library cannot be removed: Blender
+    keeps every item of the reference in an override's collection (only items added in the
+    override can go). Those are disabled instead, which the override does keep."""
+    settings = obj.welman_ik
+    pins = settings.pins
+    removed = disabled = 0
+    for i in sorted(set(indices), reverse=True):
+        try:
+            pins.remove(i)
+            removed += 1
+        except TypeError:  # "not supported for this collection": the library's own pin
+            if obj.override_library is None:
+                raise
+            pins[i].enabled = False
+            disabled += 1
+    settings.active_pin_index = min(settings.active_pin_index, max(len(pins) - 1, 0))
+    return removed, disabled
+
+
+def report_removed(operator, obj, removed: int, disabled: int) -> None:
+    if disabled:
+        library = obj.override_library.reference.library
+        operator.report({"WARNING"}, (f"Removed {removed} pin(s); " if removed else "")
+                        + f"{disabled} pin(s) come from library '{library.name if library else '?'}' and cannot "
+                        "be removed from the override, so they are disabled instead")
+    else:
+        operator.report({"INFO"}, f"Removed {removed} pin(s)")
+
+
+class WELMAN_IK_OT_unpin(SelectionOperator, bpy.types.Operator):
+    """Remove the pins of the selected bones (on a library override, the library's own pins are disabled)"""
+
+    bl_idname = "welman_ik.unpin"
+    bl_label = "Unpin"
+
+    def execute(self, context):
+        if self.refused(context):
+            return {"CANCELLED"}
+        bones = self.selection(context)
+        if not bones:
+            return {"CANCELLED"}
+        names = {pb.name for pb in bones}
+        obj = context.object
+        held = [i for i, p in enumerate(obj.welman_ik.pins)
+                if p.bone in names or (p.kind == "TOGETHER" and p.target_bone in names)]
+        report_removed(self, obj, *remove_pins(obj, held))
+        return {"FINISHED"}
+
+
+class WELMAN_IK_OT_clear_pins(ArmatureOperator, bpy.types.Operator):
+    """Remove every pin of the armature (on a library override, the library's own pins are disabled)"""
+
+    bl_idname = "welman_ik.clear_pins"
+    bl_label = "Clear Pins"
+
+    def execute(self, context):
+        if self.refused(context):
+            return {"CANCELLED"}
+        obj = context.object
+        report_removed(self, obj, *remove_pins(obj, range(len(obj.welman_ik.pins))))
+        obj.welman_ik.active_pin_index = 0
+        return {"FINISHED"}
+
+
+class WELMAN_IK_OT_remove_pin(ArmatureOperator, bpy.types.Operator):
+    """Remove this pin, whether or not its bone still exists (on a library override, a pin from the library is
+disabled instead)"""
+
+    bl_idname = "welman_ik.remove_pin"
+    bl_label = "Remove Pin"
+
+    # No min: a negative index from a script is refused, not clamped onto pin 0.
+    index: IntProperty(name="Index", default=0, options={"SKIP_SAVE"},
+                       description="The pin's index in the armature's pins (unset: the active pin)")
+
+    def execute(self, context):
+        if self.refused(context):
+            return {"CANCELLED"}
+        obj = context.object
+        pins = obj.welman_ik.pins
+        index = self.index if self.properties.is_property_set("index") else obj.welman_ik.active_pin_index
+        if not 0 <= index < len(pins):
+            self.report({"ERROR"}, f"Pin index {index} is out of range: armature '{obj.name}' has "
+                        f"{len(pins)} pin(s)")
+            return {"CANCELLED"}
+        bone = pins[index].bone
+        removed, disabled = remove_pins(obj, [index])
+        if disabled:
+            report_removed(self, obj, removed, disabled)
+        else:
+            self.report({"INFO"}, f"Removed the pin on '{bone}'")
+        return {"FINISHED"}
+
+
+class LockOperator(SelectionOperator):
+    value = True
+
+    def execute(self, context):
+        if self.refused(context):
+            return {"CANCELLED"}
+        bones = self.selection(context)
+        if not bones:
+            return {"CANCELLED"}
+        for pb in bones:
+            pb.lock_ik_x = pb.lock_ik_y = pb.lock_ik_z = self.value
+        return {"FINISHED"}
+
+
+class WELMAN_IK_OT_lock(LockOperator, bpy.types.Operator):
+    """Freeze the selected bones for the solver (sets Blender's IK locks)"""
+
+    bl_idname = "welman_ik.lock"
+    bl_label = "Lock"
+    value = True
+
+
+class WELMAN_IK_OT_unlock(LockOperator, bpy.types.Operator):
+    """Free the selected bones for the solver (clears Blender's IK locks)"""
+
+    bl_idname = "welman_ik.unlock"
+    bl_label = "Unlock"
+    value = False
+
+
+CLASSES = (
+    WELMAN_IK_OT_pin,
+    WELMAN_IK_OT_unpin,
+    WELMAN_IK_OT_clear_pins,
+    WELMAN_IK_OT_remove_pin,
+    WELMAN_IK_OT_lock,
+    WELMAN_IK_OT_unlock,
+)

@@ -1,0 +1,85 @@
+"""What every operator asks first: is the active object an armature this add-on may edit
+(not linked from a library, not in edit mode), and which pose bones are selected. The
+operators of the layers above derive from ``ArmatureOperator`` and ``SelectionOperator``."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import selection
+
+
+def linked_refusal(obj) -> str:
+    """Why armature ``obj`` cannot be edited because it is linked from a library ('' when it
+    can). A library override is posed like a local armature: its pose, pins and settings are
+    its own (its armature data usually stays linked; nothing here writes to it)."""
+    library = obj.library
+    if library is None:
+        return ""
+    # ID.is_editable (not in Blender 3.4): linked data-blocks are not, except editable assets.
+    if getattr(obj, "is_editable", False):
+        return ""
+    return (f"Armature '{obj.name}' is linked from library '{library.name}' and cannot be edited; "
+            "make a library override first")
+
+
+def degenerate_transform(obj) -> bool:
+    """The armature's world matrix is not finite or not invertible (zero scale); the same
+    test the solver's rig model makes."""
+    world = np.array(obj.matrix_world, dtype=float)
+    return not np.all(np.isfinite(world)) or abs(np.linalg.det(world[:3, :3])) < 1e-12
+
+
+def armature_poll(cls, context) -> bool:
+    obj = context.object
+    if obj is None or obj.type != "ARMATURE":
+        cls.poll_message_set("The active object is not an armature")
+        return False
+    refusal = linked_refusal(obj)
+    if refusal:
+        cls.poll_message_set(refusal)
+        return False
+    if obj.mode == "EDIT":
+        cls.poll_message_set("Leave edit mode: Welman IK works on the pose")
+        return False
+    return True
+
+
+def selected_pose_bones(obj) -> list:
+    return [pb for pb in obj.pose.bones if selection.is_selected(pb) and not selection.is_hidden(pb)]
+
+
+class ArmatureOperator:
+    bl_options = {"REGISTER", "UNDO"}
+
+    @classmethod
+    def poll(cls, context):
+        return armature_poll(cls, context)
+
+    def refused(self, context) -> bool:
+        """Execute-time guard (poll already refuses; this keeps any other way in honest):
+        report why the active armature cannot be edited, if it cannot."""
+        obj = context.object
+        refusal = linked_refusal(obj) if obj is not None and obj.type == "ARMATURE" else ""
+        if refusal:
+            self.report({"ERROR"}, refusal)
+        return bool(refusal)
+
+
+class SelectionOperator(ArmatureOperator):
+    """An operator on the selected pose bones."""
+
+    @classmethod
+    def poll(cls, context):
+        if not armature_poll(cls, context):
+            return False
+        if not selected_pose_bones(context.object):
+            cls.poll_message_set("Select one or more pose bones first")
+            return False
+        return True
+
+    def selection(self, context):
+        bones = selected_pose_bones(context.object)
+        if not bones:
+            self.report({"ERROR"}, "Select one or more pose bones first")
+        return bones
