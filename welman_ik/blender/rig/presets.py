@@ -1,6 +1,6 @@
 """Human joint-range presets: ``bpy.ops.welman_ik.joint_ranges(preset='AUTO'|'HUMAN'|'CLEAR')``
 and ``recognised(obj)``, the naming the panel offers them for. The anatomy and its mapping
-onto the rig's bone axes are in ``core/anatomy.py``."""
+onto the rig's bone axes are in ``core/anatomy/motion.py``."""
 
 from __future__ import annotations
 
