@@ -12,7 +12,7 @@ What it measures
       "n/a" while that operator does not exist).
 
     CCD and the Jacobian transpose have no null space: their preferred pose is a pull below
-    the goals (the README says how); their ``NONE`` and ``START`` rows show what it does.
+    the goals (docs/natural.md says how); their ``NONE`` and ``START`` rows show what it does.
 
     Figures, every one measured on the pose Blender evaluates:
 

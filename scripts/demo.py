@@ -29,7 +29,7 @@ Exit code 0 on success; 1 if a solver left a pin more than 1 mm away (or a drag 
 or the keys do not play back the solved poses).
 
     .venv/bin/python scripts/demo.py --output out      # what `make demo` runs
-    .venv/bin/python scripts/demo.py --output out --images docs/images   # and the README's pictures
+    .venv/bin/python scripts/demo.py --output out --images docs/images   # and the manual's pictures
 """
 
 from __future__ import annotations

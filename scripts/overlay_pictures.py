@@ -1,4 +1,4 @@
-"""Pictures of the viewport overlay, one per pin kind, for the README: docs/images/overlay_<kind>.png.
+"""Pictures of the viewport overlay, one per pin kind, for the manual (docs/posing.md): docs/images/overlay_<kind>.png.
 
     python3 scripts/overlay_pictures.py                  # all kinds
     python3 scripts/overlay_pictures.py --kinds aim,region --output out
