@@ -9,9 +9,7 @@ result into a copy of the action; the original is left as it was.
 from __future__ import annotations
 
 import dataclasses
-import math
 import time
-from dataclasses import dataclass
 
 import bpy
 import numpy as np
@@ -33,7 +31,6 @@ from ..drag.solver import (
 from ..pins import goals as shaped_goals
 from ..pins.goals import (
     SHAPED_KINDS,
-    SOLVABLE_PIN_KINDS,
     SUPPORT_KINDS,
     check_numbers,
     check_pin,
@@ -48,6 +45,11 @@ from ..rig.evaluated import GoalSet, Measured, anchor_points, measure
 from ..rig.evaluated import slack as evaluated_slack
 from ..rig.model import RigError, RigModel, chain_to_root
 from .channels import Solutions
+from .edit import MotionEdit, surrounding_keys
+from .frames import is_eased, pin_share, pins_on
+from .keys import channels_of, write_keys
+from .report import frame_ranges, list_misses
+from .sampling import Sampler, direct_sampling
 
 SUFFIX = ".welman_bake"
 CORRECTION_PASSES = 4  # re-solves of the frames the evaluated pose misses (constrained rigs)
@@ -58,38 +60,6 @@ CORRECTION_PASSES = 4  # re-solves of the frames the evaluated pose misses (cons
 EXTRAPOLATED = {"SR_INVERSE", "QUASI_NEWTON"}
 ROOT_RETURN = 0.002  # share of the rig's size the hips may move back toward their path per frame ('FOLLOW')
 ACTIVE, RELEASED = -1, 1 << 30  # a joint's frames since its last goal: moving one now, long ago
-
-
-def pins_on(settings, frame: int) -> list:
-    """Enabled pins in force on ``frame``."""
-    return [
-        p for p in settings.pins
-        if p.enabled and p.kind in SOLVABLE_PIN_KINDS
-        and ((p.frame_start == 0 and p.frame_end == 0) or p.frame_start <= frame <= p.frame_end)
-    ]
-
-
-@dataclass
-class MotionEdit:
-    """Motion editing in motion (Yamane & Nakamura 2003, section 4): the point ``anchor`` of
-    ``bone`` is displaced by ``displacement`` [m, world] at ``frame``, and by a share of it
-    that falls off smoothly to nothing over ``falloff`` frames on either side."""
-
-    bone: str
-    anchor: float
-    frame: int
-    displacement: np.ndarray
-    falloff: int
-
-    def weight(self, frame: int) -> float:
-        distance = abs(frame - self.frame)
-        if distance > self.falloff:
-            return 0.0
-        return 0.5 * (1.0 + math.cos(math.pi * distance / (self.falloff + 1)))
-
-    @property
-    def frames(self) -> tuple[int, int]:
-        return self.frame - self.falloff, self.frame + self.falloff
 
 
 def check(obj, frame_start: int, frame_end: int, step: int, edit: MotionEdit | None = None) -> None:
@@ -123,111 +93,6 @@ def check(obj, frame_start: int, frame_end: int, step: int, edit: MotionEdit | N
         return
     if not any(pins_on(obj.welman_ik, f) for f in range(frame_start, frame_end + 1, step)):
         raise RigError("No enabled pin is in force in the frame range")
-
-
-def direct_sampling(obj) -> bool:
-    """True when the object's pose on a frame is simply its action's F-curves there: no
-    NLA, drivers, constraints, parent or object-level animation. The bake then evaluates
-    the F-curves itself instead of changing the scene's frame."""
-    ad = obj.animation_data
-    if ad is None or ad.action is None or obj.parent is not None or len(obj.constraints):
-        return False
-    if ad.use_tweak_mode or (ad.use_nla and any(not track.mute for track in ad.nla_tracks)):
-        return False
-    if ad.action_influence != 1.0 or ad.action_blend_type != "REPLACE" or len(ad.drivers):
-        return False
-    render = obj.users_scene[0].render if obj.users_scene else None
-    if render is not None and render.frame_map_old != render.frame_map_new:  # time remapping
-        return False
-    data = obj.data.animation_data
-    if data is not None and (data.action is not None or len(data.drivers)):
-        return False
-    if any(len(pb.constraints) for pb in obj.pose.bones):
-        return False
-    return all(fc.data_path.startswith("pose.bones[") for fc in keyframes.action_fcurves(obj) if not fc.mute)
-
-
-class Sampler:
-    """Puts the pose the animation gives on a frame onto the pose bones' channels: by
-    evaluating the action's F-curves where that is all there is (``direct_sampling``),
-    else by a scene frame change (NLA, drivers, constraints: as Blender evaluates it)."""
-
-    WIDTHS = {"location": 3, "rotation_quaternion": 4, "rotation_euler": 3, "rotation_axis_angle": 4, "scale": 3}
-
-    def __init__(self, scene, obj, bones=None, direct: bool | None = None):
-        """``bones``: the names whose channels matter (None: all of them)."""
-        self.scene, self.obj = scene, obj
-        self.direct = direct_sampling(obj) if direct is None else direct
-        # Per channel: every bone's values read at once, the curves' values put in at their
-        # places (bone's place times the channel's width plus the curve's index), written at once.
-        self.channels: list[tuple[str, np.ndarray, np.ndarray, list]] = []
-        if self.direct:
-            place = {name: i for i, name in enumerate(obj.pose.bones.keys())}
-            connected = {pb.name for pb in obj.pose.bones if pb.bone.use_connect}
-            found: dict[str, list] = {}
-            for curve in keyframes.action_fcurves(obj):
-                owner, _, prop = curve.data_path.rpartition(".")
-                if curve.mute or prop not in self.WIDTHS or not (len(curve.keyframe_points) or curve.modifiers):
-                    continue  # Blender skips muted curves and empty ones
-                name = owner[len('pose.bones["'):-len('"]')]
-                if prop == "location" and name in connected:
-                    continue  # a connected bone's head is its parent's tail, whatever its location
-                if name in place and (bones is None or name in bones) and 0 <= curve.array_index < self.WIDTHS[prop]:
-                    found.setdefault(prop, []).append((place[name] * self.WIDTHS[prop] + curve.array_index, curve))
-            for prop, entries in found.items():
-                buffer = np.empty(len(place) * self.WIDTHS[prop])
-                self.channels.append((prop, buffer, np.array([i for i, _ in entries], dtype=np.intp),
-                                      [curve for _, curve in entries]))
-
-    def apply(self, frame: int) -> None:
-        if not self.direct:
-            self.scene.frame_set(frame)
-            return
-        pose_bones = self.obj.pose.bones
-        for prop, buffer, places, curves in self.channels:
-            pose_bones.foreach_get(prop, buffer)
-            buffer[places] = [curve.evaluate(frame) for curve in curves]
-            pose_bones.foreach_set(prop, buffer)
-
-
-def frame_ranges(frames, limit: int = 8) -> str:
-    """Frames as runs, '3-7, 12, 20-21', the first ``limit`` runs and how many more."""
-    runs: list[list[int]] = []
-    for f in sorted(frames):
-        if runs and f <= runs[-1][1] + 1:
-            runs[-1][1] = f
-        else:
-            runs.append([f, f])
-    text = ", ".join(f"{a}-{b}" if b > a else f"{a}" for a, b in runs[:limit])
-    return text + (f" and {len(runs) - limit} more runs" if len(runs) > limit else "")
-
-
-def list_misses(settings, misses) -> None:
-    """Store the missed frames where the panel lists them (frame, bone, miss from the pin's
-    own location, goals missed, miss against the goal asked for, whether it was eased)."""
-    settings.bake_misses.clear()
-    for frame, bone, error, goals, asked, eased in misses:
-        item = settings.bake_misses.add()
-        item.frame, item.bone, item.error, item.goals = frame, bone, error, goals
-        item.eased_error, item.eased = asked, eased
-    settings.active_miss_index = 0
-
-
-def pin_share(pin, share: float) -> float:
-    """The share of ``pin``'s way from the animation to its own place that its goal asks for
-    on a frame whose range weight is ``share``. A fixed pin with its own frame range (a plant,
-    or any pin the user gave frames) holds in full on every frame it is in force, up to an
-    open range end too: Detect Contacts places a plant cut by the range's end where the
-    animation has it on that end frame, so nothing jumps there. A pin in force always is
-    eased toward the animation near an open range end instead."""
-    return 1.0 if not pin.follow and not (pin.frame_start == 0 and pin.frame_end == 0) else share
-
-
-def is_eased(pin, share: float) -> bool:
-    """Whether ``pin``'s goal on a frame with range weight ``share`` is eased away from its own
-    place (a follow pin's own place is the animation's, so easing leaves it there; an aim, a
-    together and a balance pin hold in full)."""
-    return pin_share(pin, share) < 1.0 and not pin.follow and pin.kind not in {"TOGETHER", "BALANCE", "AIM"}
 
 
 class Baker:
@@ -722,7 +587,7 @@ class Baker:
                 obj.animation_data.action_extrapolation = "NOTHING"
             keyframes.assign_action(obj, baked)
         self.ease_onto_plants()
-        _write_keys(obj, self.results)
+        write_keys(obj, self.results)
         # Constraints, drivers or NLA: the model may not be the pose, so close the loop.
         self.verify(self.close_loop() if not self.sampler.direct else None)
         self.context.scene.frame_set(self.frame_before)
@@ -831,7 +696,7 @@ class Baker:
                 result = SOLVERS[s.solver](problem, model.q0)
                 if np.all(np.isfinite(result.q)):
                     self.results[frame] = model.channels(result.q)
-            _write_keys(self.obj, self.results)
+            write_keys(self.obj, self.results)
         return self.measure_frames()
 
     def verify(self, measured: dict[int, Measured] | None = None) -> None:
@@ -919,7 +784,7 @@ class Baker:
         written around an edit leave those frames' motion exactly as it was."""
         for frame in frames:
             self.sampler.apply(frame)
-            self.results[frame] = {name: _channels(self.obj.pose.bones[name]) for name in self.bones}
+            self.results[frame] = {name: channels_of(self.obj.pose.bones[name]) for name in self.bones}
 
     def show_start(self) -> None:
         """Between slices of a modal bake: the pose as it was, rather than the last frame
@@ -963,76 +828,4 @@ def pins_for_edit(context, obj, bone: str, frame: int) -> list[tuple]:
         baker.abort()
 
 
-def surrounding_keys(obj, first: int, last: int) -> tuple[int, int]:
-    """The nearest keyed frames of the object's action before ``first`` and after ``last``
-    (``first`` / ``last`` themselves when there are none)."""
-    frames = {round(k.co[0]) for curve in keyframes.action_fcurves(obj) for k in curve.keyframe_points}
-    return max((f for f in frames if f < first), default=first), min((f for f in frames if f > last), default=last)
-
-
-def _channels(pose_bone) -> tuple:
-    path = keyframes.rotation_path(pose_bone)
-    return path, tuple(getattr(pose_bone, path)), tuple(pose_bone.location) if pose_bone.parent is None else None
-
-
-# Per-key fields put back on the keys kept outside a baked range, with their widths.
-KEY_FIELDS = {"co": 2, "handle_left": 2, "handle_right": 2, "interpolation": 1, "handle_left_type": 1,
-              "handle_right_type": 1, "easing": 1, "type": 1, "back": 1, "amplitude": 1, "period": 1}
-ENUM_FIELDS = {"interpolation", "handle_left_type", "handle_right_type", "easing", "type"}
-FREE_HANDLE = 0  # the 'FREE' item of Keyframe.handle_left_type / handle_right_type
-AUTO_CLAMPED_HANDLE = 4
-
-
-def _write_keys(obj, results: dict) -> None:
-    """Baked values on every baked frame, in bulk: existing keys of a baked channel inside
-    the range are replaced by linear keys; keys outside it are kept as they were (handles,
-    interpolation and all), and the nearest kept key on either side gets free handles where
-    they were, so the curve outside the range keeps its shape."""
-    frames = sorted(results)
-    first, last = frames[0], frames[-1]
-    channels: dict[str, tuple[list, list]] = {}  # data path -> (frames, values)
-    for frame in frames:
-        for name, (path, rotation, location) in results[frame].items():
-            keyed = channels.setdefault(f'pose.bones["{name}"].{path}', ([], []))
-            keyed[0].append(frame)
-            keyed[1].append(rotation)
-            if location is not None:
-                keyed = channels.setdefault(f'pose.bones["{name}"].location', ([], []))
-                keyed[0].append(frame)
-                keyed[1].append(location)
-    columns: dict[tuple[str, int], np.ndarray] = {}
-    for data_path, (at, values) in channels.items():
-        values = np.array(values, dtype=float)
-        for index in range(values.shape[1]):
-            columns[data_path, index] = np.column_stack([at, values[:, index]])
-    for (data_path, index), points in columns.items():
-        name = data_path.split('"')[1]
-        curve = keyframes.ensure_fcurve(obj, data_path, index, group=name)
-        keys = curve.keyframe_points
-        old = {}
-        for field, width in KEY_FIELDS.items():
-            old[field] = np.empty(len(keys) * width)
-            keys.foreach_get(field, old[field])
-            old[field] = old[field].reshape(len(keys), width)
-        at = old["co"][:, 0]
-        before, after = np.flatnonzero(at < first), np.flatnonzero(at > last)
-        if before.size:  # the segment before the range keeps its shape
-            old["handle_right_type"][before[-1]] = FREE_HANDLE
-            old["handle_left_type"][before[-1]] = FREE_HANDLE
-        if after.size:
-            old["handle_left_type"][after[0]] = FREE_HANDLE
-            old["handle_right_type"][after[0]] = FREE_HANDLE
-        kept = np.concatenate([before, after])
-        new = {field: np.zeros((len(points), width)) for field, width in KEY_FIELDS.items()}
-        new["co"] = points
-        new["handle_left"] = new["handle_right"] = new["co"]
-        new["interpolation"][:] = keyframes.LINEAR
-        new["handle_left_type"][:] = new["handle_right_type"][:] = AUTO_CLAMPED_HANDLE
-        merged = {field: np.concatenate([old[field][kept], new[field]]) for field in KEY_FIELDS}
-        order = np.argsort(merged["co"][:, 0], kind="stable")
-        keys.clear()
-        keys.add(len(order))
-        for field in KEY_FIELDS:
-            values = merged[field][order].ravel()
-            keys.foreach_set(field, values.astype(int) if field in ENUM_FIELDS else values)
-        curve.update()
+__all__ = ["SUFFIX", "Baker", "MotionEdit", "check", "direct_sampling", "edit_motion", "pins_for_edit", "pins_on"]

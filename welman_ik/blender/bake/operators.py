@@ -17,6 +17,7 @@ from ..rig.model import RigError
 from ..rig.polls import ArmatureOperator, SelectionOperator
 from . import baker as bake
 from . import contacts as foot_contacts
+from .edit import MotionEdit
 
 
 class WELMAN_IK_OT_detect_contacts(SelectionOperator, bpy.types.Operator):
@@ -92,7 +93,7 @@ class WELMAN_IK_OT_edit_motion(ModalDrag, ArmatureOperator, bpy.types.Operator):
         scene.frame_set(frame)
         start = solver.anchor_world(obj, obj.pose.bones[bone], self.anchor)
         scene.frame_set(current)
-        edit = bake.MotionEdit(bone, self.anchor, frame, np.array(self.target) - start, falloff)
+        edit = MotionEdit(bone, self.anchor, frame, np.array(self.target) - start, falloff)
         try:
             baker = bake.edit_motion(context, obj, edit)
         except RigError as error:

@@ -1,0 +1,32 @@
+"""Which pins hold on a frame of a bake, and how much of their way from the animation to
+their own place their goals ask for there (near an open range end the corrections fade)."""
+
+from __future__ import annotations
+
+from ..pins.goals import SOLVABLE_PIN_KINDS
+
+
+def pins_on(settings, frame: int) -> list:
+    """Enabled pins in force on ``frame``."""
+    return [
+        p for p in settings.pins
+        if p.enabled and p.kind in SOLVABLE_PIN_KINDS
+        and ((p.frame_start == 0 and p.frame_end == 0) or p.frame_start <= frame <= p.frame_end)
+    ]
+
+
+def pin_share(pin, share: float) -> float:
+    """The share of ``pin``'s way from the animation to its own place that its goal asks for
+    on a frame whose range weight is ``share``. A fixed pin with its own frame range (a plant,
+    or any pin the user gave frames) holds in full on every frame it is in force, up to an
+    open range end too: Detect Contacts places a plant cut by the range's end where the
+    animation has it on that end frame, so nothing jumps there. A pin in force always is
+    eased toward the animation near an open range end instead."""
+    return 1.0 if not pin.follow and not (pin.frame_start == 0 and pin.frame_end == 0) else share
+
+
+def is_eased(pin, share: float) -> bool:
+    """Whether ``pin``'s goal on a frame with range weight ``share`` is eased away from its own
+    place (a follow pin's own place is the animation's, so easing leaves it there; an aim, a
+    together and a balance pin hold in full)."""
+    return pin_share(pin, share) < 1.0 and not pin.follow and pin.kind not in {"TOGETHER", "BALANCE", "AIM"}

@@ -1,0 +1,76 @@
+"""Writing a bake's keys: every baked channel's values on every baked frame at once, the
+keys outside the range kept as they were."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..rig import keyframes
+
+
+def channels_of(pose_bone) -> tuple:
+    path = keyframes.rotation_path(pose_bone)
+    return path, tuple(getattr(pose_bone, path)), tuple(pose_bone.location) if pose_bone.parent is None else None
+
+
+# Per-key fields put back on the keys kept outside a baked range, with their widths.
+KEY_FIELDS = {"co": 2, "handle_left": 2, "handle_right": 2, "interpolation": 1, "handle_left_type": 1,
+              "handle_right_type": 1, "easing": 1, "type": 1, "back": 1, "amplitude": 1, "period": 1}
+ENUM_FIELDS = {"interpolation", "handle_left_type", "handle_right_type", "easing", "type"}
+FREE_HANDLE = 0  # the 'FREE' item of Keyframe.handle_left_type / handle_right_type
+AUTO_CLAMPED_HANDLE = 4
+
+
+def write_keys(obj, results: dict) -> None:
+    """Baked values on every baked frame, in bulk: existing keys of a baked channel inside
+    the range are replaced by linear keys; keys outside it are kept as they were (handles,
+    interpolation and all), and the nearest kept key on either side gets free handles where
+    they were, so the curve outside the range keeps its shape."""
+    frames = sorted(results)
+    first, last = frames[0], frames[-1]
+    channels: dict[str, tuple[list, list]] = {}  # data path -> (frames, values)
+    for frame in frames:
+        for name, (path, rotation, location) in results[frame].items():
+            keyed = channels.setdefault(f'pose.bones["{name}"].{path}', ([], []))
+            keyed[0].append(frame)
+            keyed[1].append(rotation)
+            if location is not None:
+                keyed = channels.setdefault(f'pose.bones["{name}"].location', ([], []))
+                keyed[0].append(frame)
+                keyed[1].append(location)
+    columns: dict[tuple[str, int], np.ndarray] = {}
+    for data_path, (at, values) in channels.items():
+        values = np.array(values, dtype=float)
+        for index in range(values.shape[1]):
+            columns[data_path, index] = np.column_stack([at, values[:, index]])
+    for (data_path, index), points in columns.items():
+        name = data_path.split('"')[1]
+        curve = keyframes.ensure_fcurve(obj, data_path, index, group=name)
+        keys = curve.keyframe_points
+        old = {}
+        for field, width in KEY_FIELDS.items():
+            old[field] = np.empty(len(keys) * width)
+            keys.foreach_get(field, old[field])
+            old[field] = old[field].reshape(len(keys), width)
+        at = old["co"][:, 0]
+        before, after = np.flatnonzero(at < first), np.flatnonzero(at > last)
+        if before.size:  # the segment before the range keeps its shape
+            old["handle_right_type"][before[-1]] = FREE_HANDLE
+            old["handle_left_type"][before[-1]] = FREE_HANDLE
+        if after.size:
+            old["handle_left_type"][after[0]] = FREE_HANDLE
+            old["handle_right_type"][after[0]] = FREE_HANDLE
+        kept = np.concatenate([before, after])
+        new = {field: np.zeros((len(points), width)) for field, width in KEY_FIELDS.items()}
+        new["co"] = points
+        new["handle_left"] = new["handle_right"] = new["co"]
+        new["interpolation"][:] = keyframes.LINEAR
+        new["handle_left_type"][:] = new["handle_right_type"][:] = AUTO_CLAMPED_HANDLE
+        merged = {field: np.concatenate([old[field][kept], new[field]]) for field in KEY_FIELDS}
+        order = np.argsort(merged["co"][:, 0], kind="stable")
+        keys.clear()
+        keys.add(len(order))
+        for field in KEY_FIELDS:
+            values = merged[field][order].ravel()
+            keys.foreach_set(field, values.astype(int) if field in ENUM_FIELDS else values)
+        curve.update()

@@ -1,0 +1,74 @@
+"""Sampling a clip: the pose the animation gives on a frame, put onto the pose bones'
+channels, by evaluating the action's F-curves in bulk where that is all there is, else by
+a scene frame change (NLA, drivers, constraints: as Blender evaluates it)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..rig import keyframes
+
+
+def direct_sampling(obj) -> bool:
+    """True when the object's pose on a frame is simply its action's F-curves there: no
+    NLA, drivers, constraints, parent or object-level animation. The bake then evaluates
+    the F-curves itself instead of changing the scene's frame."""
+    ad = obj.animation_data
+    if ad is None or ad.action is None or obj.parent is not None or len(obj.constraints):
+        return False
+    if ad.use_tweak_mode or (ad.use_nla and any(not track.mute for track in ad.nla_tracks)):
+        return False
+    if ad.action_influence != 1.0 or ad.action_blend_type != "REPLACE" or len(ad.drivers):
+        return False
+    render = obj.users_scene[0].render if obj.users_scene else None
+    if render is not None and render.frame_map_old != render.frame_map_new:  # time remapping
+        return False
+    data = obj.data.animation_data
+    if data is not None and (data.action is not None or len(data.drivers)):
+        return False
+    if any(len(pb.constraints) for pb in obj.pose.bones):
+        return False
+    return all(fc.data_path.startswith("pose.bones[") for fc in keyframes.action_fcurves(obj) if not fc.mute)
+
+
+class Sampler:
+    """Puts the pose the animation gives on a frame onto the pose bones' channels: by
+    evaluating the action's F-curves where that is all there is (``direct_sampling``),
+    else by a scene frame change (NLA, drivers, constraints: as Blender evaluates it)."""
+
+    WIDTHS = {"location": 3, "rotation_quaternion": 4, "rotation_euler": 3, "rotation_axis_angle": 4, "scale": 3}
+
+    def __init__(self, scene, obj, bones=None, direct: bool | None = None):
+        """``bones``: the names whose channels matter (None: all of them)."""
+        self.scene, self.obj = scene, obj
+        self.direct = direct_sampling(obj) if direct is None else direct
+        # Per channel: every bone's values read at once, the curves' values put in at their
+        # places (bone's place times the channel's width plus the curve's index), written at once.
+        self.channels: list[tuple[str, np.ndarray, np.ndarray, list]] = []
+        if self.direct:
+            place = {name: i for i, name in enumerate(obj.pose.bones.keys())}
+            connected = {pb.name for pb in obj.pose.bones if pb.bone.use_connect}
+            found: dict[str, list] = {}
+            for curve in keyframes.action_fcurves(obj):
+                owner, _, prop = curve.data_path.rpartition(".")
+                if curve.mute or prop not in self.WIDTHS or not (len(curve.keyframe_points) or curve.modifiers):
+                    continue  # Blender skips muted curves and empty ones
+                name = owner[len('pose.bones["'):-len('"]')]
+                if prop == "location" and name in connected:
+                    continue  # a connected bone's head is its parent's tail, whatever its location
+                if name in place and (bones is None or name in bones) and 0 <= curve.array_index < self.WIDTHS[prop]:
+                    found.setdefault(prop, []).append((place[name] * self.WIDTHS[prop] + curve.array_index, curve))
+            for prop, entries in found.items():
+                buffer = np.empty(len(place) * self.WIDTHS[prop])
+                self.channels.append((prop, buffer, np.array([i for i, _ in entries], dtype=np.intp),
+                                      [curve for _, curve in entries]))
+
+    def apply(self, frame: int) -> None:
+        if not self.direct:
+            self.scene.frame_set(frame)
+            return
+        pose_bones = self.obj.pose.bones
+        for prop, buffer, places, curves in self.channels:
+            pose_bones.foreach_get(prop, buffer)
+            buffer[places] = [curve.evaluate(frame) for curve in curves]
+            pose_bones.foreach_set(prop, buffer)
