@@ -9,20 +9,20 @@ applied to its Jacobian restricted to the null space N of all higher levels:
     dq_l = (J_l N)* (e_l - J_l (dq_0 + ... + dq_l-1)),   N = I - V V^T
 
 (V spans the rows of J_0..J_l-1), so pins (level 0) hold while the drag (level 1)
-takes what freedom is left, or the other way round. N is never formed: J_l N is
-J_l - (J_l V) V^T, with V grown level by level from the Cholesky factors of the levels'
-small Gram matrices (directions whose singular value is below 1e-6 of the largest count as
-rank deficiency), and the diagonal reference level below is solved in closed form. Rows are divided by the tree's
-size and prismatic columns multiplied by it, so k and the result do not depend on
-units. Columns are scaled by sqrt(mobility) / m**0.5, where m counts the joints a joint
-moves: the least-norm step then prefers the limbs to the trunk and the root (as an
-animator would), and stiff joints move less.
+takes what freedom is left, or the other way round. That step, with N never formed and
+the diagonal reference level below solved in closed form, is ``task_priority``'s; here
+are the iterations around it. Rows are divided by the tree's size and prismatic columns
+multiplied by it, so k and the result do not depend on units. Columns are scaled by
+sqrt(mobility) / m**0.5, where m counts the joints a joint moves: the least-norm step
+then prefers the limbs to the trunk and the root (as an animator would), and stiff
+joints move less.
 
 Joint limits: a joint that the step would carry past a limit is clamped at it,
 locked, and the step re-solved with the remaining joints (at most a few passes). A ball
 joint carried out of its spherical range (``problem.ranges``) gets the boundary of its
-range, linearised, as a constraint above every goal: it may slide along the boundary, and the rest of the body takes up what it cannot do (what linearisation leaves
-outside is projected onto the range).
+range, linearised, as a constraint above every goal: it may slide along the boundary,
+and the rest of the body takes up what it cannot do (what linearisation leaves outside
+is projected onto the range).
 
 Reference pose (Yamane & Nakamura 2003, section 3.3): with ``problem.reference``, a last
 level asks every movable joint back toward its preferred value, in the columns' own
@@ -57,13 +57,21 @@ serves the first level alone, so it ends as exact as it can be.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import time
 
 import numpy as np
 
 from ..limits import clamp_step, violating
 from ..problem import FirstLevelKeeper, GoalBatch, Problem, SolveResult, check_start, finish, goal_errors
+from .reference_weights import REFERENCE_INERTIA, carried_weights, reference_weights
+from .task_priority import prioritized_step, row_basis, sr_inverse
+
+__all__ = [
+    "DAMPING_FACTOR", "DRIFT_SHARE", "INERTIA_POWER", "LIMIT_PASSES", "MAX_DAMPING", "MAX_HALVINGS", "MAX_STEP",
+    "NEAR_MET", "REFERENCE_DRIFT", "REFERENCE_INERTIA", "REFERENCE_PROGRESS", "REFERENCE_SETTLED", "SLIDE_SCALE",
+    "STALL_GAIN", "STALL_SPAN", "carried_weights", "escape_nudge", "prioritized_step", "reference_weights",
+    "row_basis", "solve", "sr_inverse",
+]
 
 MAX_STEP = 0.5  # largest joint step per iteration [rad, or tree sizes]
 LIMIT_PASSES = 4
@@ -80,101 +88,6 @@ STALL_SPAN = 8  # iterations over which a solve that gains nothing is stalled
 STALL_GAIN = 1e-3  # relative gain per STALL_SPAN iterations below which a solve is stalled (a crawl that slow
 # could not get much closer within any budget)
 NEAR_MET = 100.0  # goals within this many tolerances take the reference's step with their correction
-REFERENCE_INERTIA = 2.0  # the reference level weighs each joint by the bone length it carries to this power
-
-
-def reference_weights(problem: Problem) -> np.ndarray:
-    """``carried_weights`` of the problem's skeleton, counting only the joints in play
-    (``Problem.in_play``)."""
-    mask = problem.in_play()
-    return carried_weights(problem.skeleton, None if mask is None else mask.tobytes())
-
-
-@functools.lru_cache(maxsize=16)  # per skeleton (compared by identity): a drag solves one model many times
-def carried_weights(sk, in_play: bytes | None = None) -> np.ndarray:
-    """(n,) each joint's weight in the reference level: the length of bone it carries (the
-    sum of the offsets of every joint below it, so that short finger bones count little),
-    relative to the median, to the power ``REFERENCE_INERTIA``, and at least 1 (the limbs
-    keep their plain weight; only what carries more is held harder). A joint that carries the
-    whole upper body keeps to its preferred value far harder than an elbow does, as a
-    person reaching moves the arm, not the trunk."""
-    offsets = np.linalg.norm(sk.rest[:, :3, 3], axis=1)
-    if in_play is not None:
-        offsets = offsets * np.frombuffer(in_play, dtype=bool)
-    carried = sk.ancestors.T @ offsets
-    positive = carried[carried > 0]
-    typical = float(np.median(positive)) if positive.size else 1.0
-    weights = np.maximum(carried / max(typical, 1e-12), 1.0) ** REFERENCE_INERTIA
-    weights.flags.writeable = False
-    return weights
-
-
-def sr_inverse(a: np.ndarray, e: np.ndarray, k: float) -> np.ndarray:
-    """A^T (A A^T + k s I)^-1 e, with s the mean of diag(A A^T): the damping is relative to
-    the task's own scale, so it means the same whatever the units and joint weights."""
-    if a.shape[0] == 0 or a.shape[1] == 0:
-        return np.zeros(a.shape[1])
-    gram = a @ a.T
-    diagonal = gram.reshape(-1)[:: gram.shape[0] + 1]  # a view: adding to it damps gram
-    diagonal += k * max(float(diagonal.sum()) / gram.shape[0], 1e-300)
-    return a.T @ np.linalg.solve(gram, e)
-
-
-def row_basis(a: np.ndarray, rank_tol: float = 1e-6) -> np.ndarray:
-    """(n, r) orthonormal columns spanning the row space of ``a`` (m, n), from the
-    eigenvectors of the small m x m matrix A A^T: singular values below ``rank_tol`` of the
-    largest (or of 1) are left out as rank deficiency."""
-    if a.shape[0] == 0:
-        return np.zeros((a.shape[1], 0))
-    gram = a @ a.T
-    try:  # full rank, the usual case: V = A^T L^-T with L L^T = A A^T
-        lower = np.linalg.cholesky(gram)
-        diagonal = np.abs(np.diagonal(lower))
-        if diagonal.min() > rank_tol * max(float(diagonal.max()), 1.0):
-            return np.linalg.solve(lower, a).T
-    except np.linalg.LinAlgError:
-        pass
-    values, vectors = np.linalg.eigh(gram)
-    keep = values > rank_tol**2 * max(float(values[-1]), 1.0)
-    return (a.T @ vectors[:, keep]) / np.sqrt(values[keep])
-
-
-def prioritized_step(levels: list[tuple[np.ndarray, np.ndarray]], k) -> list[np.ndarray]:
-    """Each level's part of the task-priority step, for ``levels`` [(J_l, e_l)], highest first;
-    ``k``: the damping of each level. Each level's Jacobian is restricted to the null space
-    of those above as J_l - (J_l V) V^T, V an orthonormal basis of their rows, grown level by
-    level from the restricted Jacobians (no n x n projector is formed).
-
-    The last level may be diagonal (J_l given as its diagonal w, as the reference pose's is):
-    its part is then the exact weighted least-squares step in the null space of the levels
-    above, x = t - W^-2 V (V^T W^-2 V)^-1 V^T t with t = W^-1 e, a solve the size of the
-    levels above instead of one the size of the tree (undamped: W is well conditioned)."""
-    n = levels[0][0].shape[-1]
-    total = np.zeros(n)
-    parts = []
-    basis = np.zeros((n, 0))
-    last = len(levels) - 1
-    for level, ((jac, err), k_level) in enumerate(zip(levels, k)):
-        if jac.ndim == 1:
-            parts.append(_diagonal_step(jac, err - jac * total, basis))
-            break
-        jn = jac - (jac @ basis) @ basis.T if basis.shape[1] else jac
-        part = sr_inverse(jn, err - jac @ total, k_level)
-        parts.append(part)
-        total = total + part
-        if level < last:
-            basis = np.hstack([basis, row_basis(jn)])
-    return parts
-
-
-def _diagonal_step(w: np.ndarray, e: np.ndarray, basis: np.ndarray) -> np.ndarray:
-    """argmin ||W x - e|| over x with V^T x = 0 (V: ``basis``, orthonormal columns)."""
-    target = e / w
-    if not basis.shape[1]:
-        return target
-    inverse = 1.0 / w**2
-    scaled = basis * inverse[:, None]  # W^-2 V
-    return target - scaled @ np.linalg.solve(basis.T @ scaled, basis.T @ target)
 
 
 def escape_nudge(problem: Problem, groups, q: np.ndarray, errors: np.ndarray,
