@@ -73,13 +73,22 @@ def test_pose_pins_hold_the_feet_while_the_pelvis_squats(bare_human, solver, dep
 
 
 def test_orientation_pin_holds_only_the_axes_ticked(bare_human):
+    """Only the hand's Y axis ticked: the drag keeps Y where it was (0.01 degrees; measured
+    0.00001) and turns X, which it does not hold, by 6.9 degrees."""
     obj = bare_human
     pin(obj, ["foot.L", "foot.R", "heel.02.L", "heel.02.R"])
     pin(obj, ["hand.R"], kind="ORIENTATION", axes=(False, True, False))
-    held = axis_of(obj, "hand.R", "Y")
+    held, free = axis_of(obj, "hand.R", "Y"), axis_of(obj, "hand.R", "X")
     assert drag("hand.R", world_point(obj, "hand.R", 0.0) + np.array([0.1, -0.25, 0.2]), anchor=0.0) == {"FINISHED"}
-    assert float(np.arccos(np.clip(axis_of(obj, "hand.R", "Y") @ held, -1, 1))) <= 0.5 * DEG
+    assert vector_angle(axis_of(obj, "hand.R", "Y"), held) <= 0.01 * DEG
+    turned = vector_angle(axis_of(obj, "hand.R", "X"), free)
+    assert turned > 3.0 * DEG, math.degrees(turned)
     assert obj.welman_ik.last_solve.converged
+
+
+def vector_angle(a, b) -> float:
+    """The angle [rad] between vectors ``a`` and ``b`` (exact at small angles, unlike arccos)."""
+    return float(np.arctan2(np.linalg.norm(np.cross(a, b)), float(np.dot(a, b))))
 
 
 def test_aim_keeps_the_head_looking_while_dragging(bare_human):
@@ -229,22 +238,36 @@ def test_together_needs_two_bones(bare_human):
 
 
 def test_shortcut_toggles_a_pin_while_dragging_and_cancel_takes_it_back(bare_human):
+    """Orientation (the head) and balance pinned by their shortcuts mid-drag: the hand then
+    reaches its goal (0.1 mm) with the head held to 0.01 degrees (measured 0.00001); the same
+    drag with balance alone turns the head (9.7 degrees), so the orientation pin is what held
+    it. Cancel takes both pins back."""
     obj = bare_human
     pin(obj, ["foot.L", "foot.R"])
     before = [(p.bone, p.kind) for p in obj.welman_ik.pins]
-    session = DragSession(obj, "hand.R")
     start = world_point(obj, "hand.R", 0.5)
-    session.move(start + np.array([0.0, -10.0, 0.0]), np.array([0.0, 1.0, 0.0]))
-    assert "pinned orientation" in session.toggle_pin(bpy.context, "ORIENTATION", "spine.006")
-    assert "pinned balance" in session.toggle_pin(bpy.context, "BALANCE", "")
-    assert [(p.bone, p.kind) for p in obj.welman_ik.pins][-2:] == [("spine.006", "ORIENTATION"), ("", "BALANCE")]
     head = bone_rotation(obj, "spine.006")
     goal = start + np.array([0.15, 0.0, -0.3])
-    session.move(goal + np.array([0.0, -10.0, 0.0]), np.array([0.0, 1.0, 0.0]))
-    assert rotation_angle(bone_rotation(obj, "spine.006"), head) <= 0.5 * DEG
-    assert "unpinned orientation" in session.toggle_pin(bpy.context, "ORIENTATION", "spine.006")
-    session.cancel()
-    assert [(p.bone, p.kind) for p in obj.welman_ik.pins] == before
+    turns = []
+    for kinds in (("ORIENTATION", "BALANCE"), ("BALANCE",)):
+        session = DragSession(obj, "hand.R", event_budget=None)
+        session.move(start + np.array([0.0, -10.0, 0.0]), np.array([0.0, 1.0, 0.0]))
+        for kind in kinds:
+            bone = "spine.006" if kind == "ORIENTATION" else ""
+            assert f"pinned {kind.lower()}" in session.toggle_pin(bpy.context, kind, bone)
+        pinned = [(p.bone, p.kind) for p in obj.welman_ik.pins][len(before):]
+        assert pinned == [("spine.006" if k == "ORIENTATION" else "", k) for k in kinds]
+        session.move(goal + np.array([0.0, -10.0, 0.0]), np.array([0.0, 1.0, 0.0]))
+        np.testing.assert_allclose(session.goal[[0, 2]], goal[[0, 2]], atol=1e-9)  # (the ray's closest point)
+        assert np.linalg.norm(world_point(obj, "hand.R", 0.5) - session.goal) <= 0.1 * MM
+        assert max(pin_errors(obj).values()) <= 0.1 * MM
+        turns.append(quaternion_angle(bone_rotation(obj, "spine.006"), head))
+        if "ORIENTATION" in kinds:
+            assert "unpinned orientation" in session.toggle_pin(bpy.context, "ORIENTATION", "spine.006")
+        session.cancel()
+        assert [(p.bone, p.kind) for p in obj.welman_ik.pins] == before
+    assert turns[0] <= 0.01 * DEG, math.degrees(turns[0])
+    assert turns[1] > 1.0 * DEG, math.degrees(turns[1])
 
 
 def aim_error(obj, bone: str, axis: str, target) -> float:
@@ -310,9 +333,23 @@ def test_bake_holds_pose_and_aim_pins_on_every_frame(bare_human):
     assert obj.welman_ik.last_solve.converged
 
 
-@pytest.mark.parametrize("kind", ["POSITION", "ORIENTATION", "POSE", "LINE", "PLANE", "AIM", "REGION", "TOGETHER",
-                                  "BALANCE"])
+PANEL_FIELDS = {  # kind -> the properties the pins panel shows for the active pin, in order
+    "POSITION": ["kind", "anchor", "location", "weight"],
+    "ORIENTATION": ["kind", "rotation", "axes", "weight"],
+    "POSE": ["kind", "anchor", "location", "rotation", "axes", "weight"],
+    "LINE": ["kind", "anchor", "location", "direction", "weight"],
+    "PLANE": ["kind", "anchor", "location", "direction", "weight"],
+    "AIM": ["kind", "aim_axis", "location", "weight"],
+    "REGION": ["kind", "anchor", "location", "radius", "weight"],
+    "TOGETHER": ["kind", "anchor", "target_bone", "target_anchor", "weight"],
+    "BALANCE": ["kind", "use_support", "location", "direction", "welman_ik_mass"],  # (the active bone's mass)
+}
+
+
+@pytest.mark.parametrize("kind", list(PANEL_FIELDS))
 def test_the_panel_edits_each_kind_fields(bare_human, kind):
+    """The panel shows the fields the kind uses, and no other (a position pin has no radius,
+    a region no direction)."""
     from test_range_ui import draw
 
     from welman_ik.blender.ui import panel
@@ -328,8 +365,7 @@ def test_the_panel_edits_each_kind_fields(bare_human, kind):
         pin(obj, ["hand.L"], kind=kind)
     obj.welman_ik.active_pin_index = 0
     shown = [c[1] for c in draw(panel.WELMAN_IK_PT_pins) if c[0] == "prop"]
-    assert "kind" in shown
-    assert set(panel.PIN_FIELDS[kind]) <= set(shown)
+    assert shown == PANEL_FIELDS[kind]
 
 
 def test_undo_gives_back_every_field(bare_human):
@@ -397,6 +433,9 @@ def test_the_mass_model_of_a_generated_rigify_rig_weighs_its_controls_once():
 
 
 def test_bake_takes_a_balance_pin_with_a_frame_range_or_follow(bare_human):
+    """A balance pin on frames 5-9, then on every frame: the baked centre of mass stays over
+    its place within 0.1 mm on those frames (measured at most 0.0001 mm, then 0.0084); the
+    squat alone moves it up to 1.6 mm off."""
     obj = bare_human
     keyed_squat(obj, 0.15)
     pin(obj, ["foot.L", "foot.R"])
@@ -408,13 +447,13 @@ def test_bake_takes_a_balance_pin_with_a_frame_range_or_follow(bare_human):
     over = np.array(balance.location)
     for frame in range(5, 10):
         bpy.context.scene.frame_set(frame)
-        assert np.linalg.norm(centre_of_mass(obj)[:2] - over[:2]) <= 1.0 * MM, frame
+        assert np.linalg.norm(centre_of_mass(obj)[:2] - over[:2]) <= 0.1 * MM, frame
     balance.frame_start = balance.frame_end = 0
     balance.follow = True  # (a balance pin has no animated place of its own: it holds its location)
     assert bpy.ops.welman_ik.bake(frame_start=1, frame_end=11) == {"FINISHED"}
     for frame in range(1, 12):  # in force on every frame now, over the same point
         bpy.context.scene.frame_set(frame)
-        assert np.linalg.norm(centre_of_mass(obj)[:2] - over[:2]) <= 1.0 * MM, frame
+        assert np.linalg.norm(centre_of_mass(obj)[:2] - over[:2]) <= 0.1 * MM, frame
 
 
 def test_bake_refuses_a_support_balance_on_frames_without_support(bare_human):
@@ -453,31 +492,107 @@ def test_a_pin_weight_that_is_not_a_number_is_refused(bare_human):
 
 KIND_PINS = {  # kind -> (bone, pin options): one pin of the kind besides the feet
     "POSITION": ("hand.L", {}), "ORIENTATION": ("hand.L", {}), "POSE": ("hand.L", {}), "LINE": ("hand.L", {}),
-    "PLANE": ("forearm.L", {}), "AIM": ("spine.006", {}), "REGION": ("spine.006", {"radius": 0.03}),
+    "PLANE": ("forearm.L", {}), "AIM": ("spine.006", {}), "REGION": ("spine.006", {"radius": 0.25}),
     "BALANCE": ("spine", {}),
 }
+# The right hand 50 cm forward and 35 cm down: the body bends over the feet, carrying the left
+# arm, the head and the centre of mass along. Measured without the kind's pin (its error,
+# least over the four solvers): position 372 mm, orientation 40 degrees, pose both, line
+# 221 mm, plane 88 mm, aim 7.8 degrees, region (25 cm) 49 mm, balance 97 mm; with it every
+# error is at most 0.0083 mm or 0.0035 degrees (the feet 0.0099 mm), and the hand reaches
+# its target (0.01 mm). ``test_without_its_pin_each_kind_misses`` checks the former.
+KIND_DRAG = (0.1, -0.5, -0.35)
+KIND_MM, KIND_DEG = 0.02 * MM, 0.007 * DEG
+REFUSED: set = set()  # (solver, kind) a solver refuses (a goal class's ``refused_by``): none today
+
+
+def quaternion_angle(a, b) -> float:
+    """The angle [rad] of the rotation between quaternions ``a`` and ``b`` (w, x, y, z), in
+    double precision (``rotation_angle``'s arccos of a single-precision dot product cannot
+    tell angles below about 0.04 degrees)."""
+    a, b = (np.array(v, dtype=float) / np.linalg.norm(np.array(v, dtype=float)) for v in (a, b))
+    w = a[0] * b[0] + a[1:] @ b[1:]  # conj(a) * b
+    v = a[0] * b[1:] - b[0] * a[1:] - np.cross(a[1:], b[1:])
+    return float(2.0 * np.arctan2(np.linalg.norm(v), abs(w)))
+
+
+def kind_error(obj, p) -> tuple[float, float]:
+    """A pin's own error on the evaluated pose, whether or not it is enabled: (distance [m],
+    angle [rad]) by its kind's meaning (the point from its goal, the line or plane, outside
+    the region; the centre of mass across from its place; the bone's turn; the aimed axis off
+    the target)."""
+    if p.kind == "BALANCE":
+        return float(np.linalg.norm(centre_of_mass(obj)[:2] - np.array(p.location)[:2])), 0.0
+    if p.kind == "AIM":
+        return 0.0, aim_error(obj, p.bone, p.aim_axis, np.array(p.location))
+    point, location = world_point(obj, p.bone, p.anchor), np.array(p.location)
+    turn = quaternion_angle(bone_rotation(obj, p.bone), p.rotation)
+    normal = np.array(p.direction) / np.linalg.norm(np.array(p.direction))
+    off = point - location
+    return {
+        "POSITION": (float(np.linalg.norm(off)), 0.0),
+        "ORIENTATION": (0.0, turn),
+        "POSE": (float(np.linalg.norm(off)), turn),
+        "LINE": (float(np.linalg.norm(off - (off @ normal) * normal)), 0.0),
+        "PLANE": (abs(float(off @ normal)), 0.0),
+        "REGION": (max(0.0, float(np.linalg.norm(off)) - p.radius), 0.0),
+    }[p.kind]
+
+
+def pin_kind(obj, kind: str):
+    bone, options = KIND_PINS[kind]
+    pin(obj, [bone], kind=kind, **options)
+    return obj.welman_ik.pins[-1]
 
 
 @pytest.mark.parametrize("kind", list(KIND_PINS))
 @pytest.mark.parametrize("solver", ["SR_INVERSE", "QUASI_NEWTON", "CCD", "JACOBIAN_TRANSPOSE"])
 def test_every_kind_under_every_solver_holds_or_refuses(bare_human, solver, kind):
-    """The feet pinned, one pin of each kind, the right hand dragged 15 cm forward and up:
-    the drag finishes with every goal met on the evaluated pose (``last_solve``) and the hand
-    within 10 mm, or is refused with the pose unchanged."""
+    """The feet pinned, one pin of each kind, the right hand dragged 50 cm forward and 35 cm
+    down, which bends the body (``KIND_DRAG``): the pin's own error on the evaluated pose stays
+    within 0.02 mm or 0.007 degrees, the feet within 0.02 mm, and the hand reaches its target
+    within 0.1 mm; only the pairs in ``REFUSED`` may be refused, with the pose unchanged."""
     obj = bare_human
     obj.welman_ik.solver = solver
     pin(obj, ["foot.L", "foot.R", "heel.02.L", "heel.02.R"])
-    bone, options = KIND_PINS[kind]
-    pin(obj, [bone], kind=kind, **options)
+    held = pin_kind(obj, kind)
     before = {pb.name: tuple(pb.matrix_basis.col[i][j] for i in range(4) for j in range(4)) for pb in obj.pose.bones}
-    target = world_point(obj, "hand.R") + np.array([0.0, -0.1, 0.1])
-    result = drag("hand.R", target)
-    if result == {"CANCELLED"}:
+    target = world_point(obj, "hand.R") + np.array(KIND_DRAG)
+    try:
+        result = drag("hand.R", target)
+    except RuntimeError:
+        result = {"CANCELLED"}
+    if (solver, kind) in REFUSED:
+        assert result == {"CANCELLED"}
         after = {pb.name: tuple(pb.matrix_basis.col[i][j] for i in range(4) for j in range(4)) for pb in obj.pose.bones}
         assert after == before
         return
-    last = obj.welman_ik.last_solve
     assert result == {"FINISHED"}
+    distance, angle = kind_error(obj, held)
+    assert distance <= KIND_MM, distance
+    assert angle <= KIND_DEG, math.degrees(angle)
+    assert max(pin_errors(obj).values()) <= KIND_MM
+    assert np.linalg.norm(world_point(obj, "hand.R") - target) <= 0.1 * MM
+    last = obj.welman_ik.last_solve
     assert last.converged, last.message
-    assert last.max_pin_error <= 1.0 * MM, last.message
-    assert np.linalg.norm(world_point(obj, "hand.R") - target) <= 10.0 * MM
+    assert last.max_pin_error <= KIND_MM, last.message
+
+
+@pytest.mark.parametrize("solver", ["SR_INVERSE", "QUASI_NEWTON", "CCD", "JACOBIAN_TRANSPOSE"])
+def test_without_its_pin_each_kind_misses(bare_human, solver):
+    """The drag of ``test_every_kind_under_every_solver_holds_or_refuses`` strains every
+    kind: with a pin of each kind recorded but disabled, each one's error is at least ten
+    times that test's tolerance (at least 48 mm or 7.8 degrees)."""
+    obj = bare_human
+    obj.welman_ik.solver = solver
+    pin(obj, ["foot.L", "foot.R", "heel.02.L", "heel.02.R"])
+    for kind in KIND_PINS:
+        pin_kind(obj, kind)
+    kinds = list(obj.welman_ik.pins)[4:]  # (read once all are added: adding moves the collection)
+    for p in kinds:
+        p.enabled = False
+    assert drag("hand.R", world_point(obj, "hand.R") + np.array(KIND_DRAG)) == {"FINISHED"}
+    for p in kinds:
+        distance, angle = kind_error(obj, p)
+        assert distance >= 10 * KIND_MM or angle >= 10 * KIND_DEG, (p.kind, distance, math.degrees(angle))
+        assert distance >= 40 * MM or angle >= 7 * DEG, (p.kind, distance, math.degrees(angle))
