@@ -1,0 +1,90 @@
+"""The quasi-Newton solver's joint limits and line search (Zhao & Badler 1994).
+
+Joint limits are linear constraints handled by an active set (Rosen's gradient projection):
+a joint at a bound whose gradient pushes outward is held; a free joint at a bound whose
+step points outward is held too (and the step solved again); a_max is where the first free
+joint reaches its bound, which it is then set to exactly and so joins the active set; a
+held joint is released as soon as its gradient (the Lagrange multiplier of its bound)
+points inward. Every trial is clipped to the limits, so none is ever exceeded. Spherical
+ranges (``problem.ranges``) are a projection after each step (``problem.constrain``).
+
+The step is searched by Armijo backtracking, G(x + a p) <= G(x) + ``ARMIJO`` a grad^T p,
+from a = min(1, a_max, a cap of ``MAX_STEP`` per joint).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..problem import Problem
+from .qn_potential import Potential
+
+MAX_STEP = 0.5  # largest joint step per iteration [rad, or tree sizes]
+ARMIJO = 1e-4
+MAX_HALVINGS = 30
+HOLD_PASSES = 3  # solves per step that hold the joints it pushes out at a bound (the line search clips the rest)
+
+
+def direction(hessian: np.ndarray, grad: np.ndarray, x: np.ndarray, lower: np.ndarray,
+               upper: np.ndarray) -> np.ndarray | None:
+    """The quasi-Newton step on the free joints, B_FF p_F = -grad_F (None if B_FF is not
+    positive definite): joints at a bound that the gradient, or the step itself, pushes
+    outward are held."""
+    at_lower, at_upper = x <= lower, x >= upper
+    held = (at_lower & (grad > 0.0)) | (at_upper & (grad < 0.0))
+    step = np.zeros_like(grad)
+    for _ in range(HOLD_PASSES):
+        free = ~held
+        step[:] = 0.0
+        if free.any():
+            reduced = hessian[np.ix_(free, free)]
+            try:
+                np.linalg.cholesky(reduced)
+            except np.linalg.LinAlgError:
+                return None
+            step[free] = -np.linalg.solve(reduced, grad[free])
+        out = free & ((at_lower & (step < 0.0)) | (at_upper & (step > 0.0)))
+        if not out.any():
+            break
+        held |= out
+    return step
+
+
+def place(problem: Problem, pot: Potential, q, x, alpha, dq, alpha_max, hit, lower, upper) -> np.ndarray:
+    """q + alpha dq within the limits (the joint that reaches its bound first exactly on it
+    when alpha is alpha_max), projected onto the spherical ranges."""
+    trial = q.copy()
+    trial[pot.cols] = np.clip(x + alpha * dq, lower, upper)
+    if alpha == alpha_max:
+        trial[pot.cols[hit]] = upper[hit] if dq[hit] > 0.0 else lower[hit]
+    return problem.constrain(trial)
+
+
+def line_search(problem: Problem, pot: Potential, q: np.ndarray, value: float, grad: np.ndarray,
+                 step: np.ndarray, unit: np.ndarray, lower: np.ndarray, upper: np.ndarray):
+    """Armijo backtracking along ``step`` (scaled units), cut at the first bound: (q, kin,
+    errors, G) of the accepted point, the halvings it took and whether ``MAX_STEP`` capped
+    it; or None."""
+    cols = pot.cols
+    dq = step * pot.scale
+    x = q[cols]
+    biggest = float(np.abs(dq / unit).max(initial=0.0))
+    if biggest <= 0.0:
+        return None
+    alpha = min(1.0, MAX_STEP / biggest)
+    capped = alpha < 1.0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        reach = np.where(dq > 0.0, (upper - x) / dq, np.where(dq < 0.0, (lower - x) / dq, np.inf))
+    hit = int(np.argmin(reach))
+    alpha_max = float(reach[hit])
+    alpha = min(alpha, alpha_max)
+    for halving in range(MAX_HALVINGS):
+        trial = place(problem, pot, q, x, alpha, dq, alpha_max, hit, lower, upper)
+        trial_kin = problem.skeleton.forward(trial)
+        trial_errors = pot.batch.errors(trial_kin)
+        trial_value = pot.value(trial_errors)
+        slope = float(grad @ ((trial - q)[cols] / pot.scale))
+        if trial_value <= value + ARMIJO * min(slope, 0.0) and np.isfinite(trial_value):
+            return trial, trial_kin, trial_errors, trial_value, halving, capped
+        alpha *= 0.5
+    return None
