@@ -123,11 +123,11 @@ def test_a_squat_in_strides_settles_each_in_few_sweeps(pins: str, stride: float)
 def test_a_drag_out_of_reach_leaves_the_pins_exact() -> None:
     """The hips dragged 2.2 m down, 1.2 m below the feet, more than a leg's length: the solve
     stops early, the pins within 1e-5 m, the hips as low as the legs let them go -- not left
-    where they stood."""
+    where they stood: 0.237 m from the target (0.25 m asked), not 2.2 m."""
     problem, q0 = squat("POSE", drop=2.2)
     result = SOLVERS["CCD"](problem, q0)
     errors = held(problem, result.q)
     assert errors[:-1].max() <= 1e-5, errors
     assert not result.converged
-    assert errors[-1] < 2.2 - 0.5, errors
+    assert errors[-1] <= 0.25, errors
     assert result.iterations < problem.max_iterations

@@ -12,7 +12,6 @@ from chains import MIXED_AXES, chain, planar_chain, random_tree, tip_local, tip_
 
 from welman_ik.core import SOLVERS, AimGoal, LineGoal, PlaneGoal, PositionGoal, Problem, Skeleton
 from welman_ik.core.problem import goal_errors
-from welman_ik.core.solvers import quasi_newton
 from welman_ik.core.solvers.quasi_newton import _bfgs
 
 BOTH = ["SR_INVERSE", "QUASI_NEWTON"]
@@ -106,8 +105,9 @@ def test_compatible_priorities_both_met() -> None:
 
 
 def test_pins_hold_under_a_drag_out_of_reach() -> None:
-    """Both feet pinned (priority 0), a hand dragged 1.5-4 m away (priority 1, out of reach):
-    the feet stay within 1e-4 m, and the hand still gets closer than it started."""
+    """Both feet pinned (priority 0), a hand dragged 1.5-4 m away (priority 1; three of
+    the four targets out of reach): the feet stay within 1e-4 m, and the hand gets as near as they let it: its
+    distance falls to at most 35% of the start's (28%, 1.6e-6, 24% and 22% measured)."""
     sk, points = figure()
     q0 = np.zeros(sk.size)
     rng = np.random.default_rng(3)
@@ -118,7 +118,8 @@ def test_pins_hold_under_a_drag_out_of_reach() -> None:
         result = SOLVERS["QUASI_NEWTON"](problem, q0)
         errors = goal_errors(problem.goals, sk.forward(result.q))
         assert errors[:2].max() <= 1e-4, errors
-        assert errors[2] < 0.99 * goal_errors(problem.goals, sk.forward(q0))[2]
+        start = goal_errors(problem.goals, sk.forward(q0))[2]
+        assert errors[2] <= 0.35 * start, (errors[2], start)
         assert np.all(result.q >= sk.lower) and np.all(result.q <= sk.upper)
 
 
@@ -222,7 +223,12 @@ def test_line_plane_and_aim_together(seed: int) -> None:
 @pytest.mark.parametrize("seed", range(3))
 def test_reference_pose_spends_the_freedom_the_goals_leave(seed: int) -> None:
     """Feet pinned and a hand dragged 30 cm, the start the preferred pose: the goals are met
-    to tolerance, and the result is nearer the reference than the solve without one."""
+    to tolerance, and the result is nearer the reference than the solve without one,
+    measured in the world: the root-sum-square displacement of every joint's origin from
+    where the reference puts it (a ball joint's three hinges share an origin: it counts
+    three times; a joint that turns only its own bone's tip, as a wrist, counts little).
+    At most 0.97 of the free solve's (0.82, 0.64, 0.945 measured), and at most 1.15 of
+    the SR inverse's with the same reference (1.09, 1.01, 1.01)."""
     sk, points = figure()
     q0 = np.zeros(sk.size)
     rng = np.random.default_rng(seed)
@@ -232,14 +238,17 @@ def test_reference_pose_spends_the_freedom_the_goals_leave(seed: int) -> None:
     preferred = SOLVERS["QUASI_NEWTON"](problem, q0)
     assert free.converged and preferred.converged, preferred.errors
     assert np.all(preferred.q >= sk.lower) and np.all(preferred.q <= sk.upper)
-    # The solver's own measure (the SR inverse's reference level's): joints in the columns'
-    # units, weighted by the bone length they carry.
-    pot = quasi_newton._Potential(problem, sk.forward(q0))
-    measure = quasi_newton._Reference(problem, pot, np.ones(pot.cols.size), sk.lower[pot.cols], sk.upper[pot.cols])
-    assert measure.distance(preferred.q) < 0.9 * measure.distance(free.q)
+    every = np.arange(sk.size)
+
+    def displacement(q: np.ndarray) -> float:
+        moved = sk.forward(q).points(every, np.zeros((sk.size, 3))) - sk.forward(q0).points(every, np.zeros((sk.size, 3)))
+        return float(np.sqrt(np.sum(moved**2)))
+
+    kept, spent = displacement(preferred.q), displacement(free.q)
+    assert kept <= 0.97 * spent, (kept, spent)
     by_sr = SOLVERS["SR_INVERSE"](problem, q0)
     assert by_sr.converged
-    assert measure.distance(preferred.q) < 1.2 * measure.distance(by_sr.q)
+    assert kept <= 1.15 * displacement(by_sr.q), (kept, displacement(by_sr.q))
 
 
 # -- the update -----------------------------------------------------------------------

@@ -75,15 +75,37 @@ def cone(roll: float = 0.0, swing_x=(-0.3, 0.6), swing_z=(-0.2, 0.4), twist=(-0.
     return SphericalRanges(joints=[[1, 2, 3]], swing_x=[swing_x], swing_z=[swing_z], twist=[twist], roll=[roll])
 
 
+def elliptic_measure(ranges: SphericalRanges, sx: np.ndarray, sz: np.ndarray) -> np.ndarray:
+    """(s_x / a_x)^2 + (s_z / a_z)^2 with each quadrant's own semi-axes (1 on the boundary)."""
+    ax = np.where(sx >= 0, ranges.swing_x[:, 1], -ranges.swing_x[:, 0])
+    az = np.where(sz >= 0, ranges.swing_z[:, 1], -ranges.swing_z[:, 0])
+    return (sx / ax) ** 2 + (sz / az) ** 2
+
+
+def boundary_samples(ranges: SphericalRanges, count: int = 40001) -> tuple[np.ndarray, np.ndarray]:
+    """Points (s_x, s_z) sampled densely along the whole boundary of ball joint 0's swing
+    range, quadrant by quadrant."""
+    t = np.linspace(0.0, np.pi / 2, count // 4)
+    (x_lo, x_hi), (z_lo, z_hi) = ranges.swing_x[0], ranges.swing_z[0]
+    xs = np.concatenate([x_hi * np.cos(t), x_lo * np.cos(t), x_lo * np.cos(t), x_hi * np.cos(t)])
+    zs = np.concatenate([z_hi * np.sin(t), z_hi * np.sin(t), z_lo * np.sin(t), z_lo * np.sin(t)])
+    return xs, zs
+
+
 @pytest.mark.parametrize("order", ORDERS)
 @pytest.mark.parametrize("roll", [0.0, 0.7])
 def test_projection_lands_inside_and_keeps_inside_alone(order, roll: float) -> None:
-    """Random rotations: those inside are not touched; those outside end on the range's
-    boundary (excess 0), as close to where they were as any allowed rotation sampled."""
+    """Random rotations: those inside are not touched. Those outside are moved to the
+    closest allowed rotation, judged on the swing-twist split: a swing outside its
+    ellipse ends on it (elliptic measure 1 to 1e-9), no farther from where it was than
+    the nearest of 40000 points sampled along the boundary; a swing inside is kept; a
+    twist outside its range ends on the nearer bound, one inside is kept (1e-9 rad)."""
     sk = ball(order)
     ranges = cone(roll)
     ranges.check(sk)
+    bx, bz = boundary_samples(ranges)
     rng = np.random.default_rng(4)
+    counts = {"swing": 0, "twist": 0}
     for _ in range(60):
         q = np.zeros(5)
         q[1:4] = rng.uniform(-1.2, 1.2, 3)
@@ -91,21 +113,68 @@ def test_projection_lands_inside_and_keeps_inside_alone(order, roll: float) -> N
         assert ranges.excess(sk, projected)[0] <= 1e-9
         if ranges.excess(sk, q)[0] == 0.0:
             assert np.array_equal(projected, q)
+            continue
+        np.testing.assert_array_equal(projected[[0, 4]], q[[0, 4]])
+        sx, sz, twist = swing_twist(ranges.rotations(sk, q))
+        px, pz, ptwist = swing_twist(ranges.rotations(sk, projected))
+        if elliptic_measure(ranges, sx, sz)[0] > 1.0:
+            counts["swing"] += 1
+            assert abs(elliptic_measure(ranges, px, pz)[0] - 1.0) <= 1e-9
+            nearest = np.min(np.hypot(bx - sx[0], bz - sz[0]))
+            assert np.hypot(px[0] - sx[0], pz[0] - sz[0]) <= nearest + 1e-9
         else:
-            assert not np.array_equal(projected, q)
-            np.testing.assert_array_equal(projected[[0, 4]], q[[0, 4]])
+            np.testing.assert_allclose([px[0], pz[0]], [sx[0], sz[0]], rtol=0, atol=1e-9)
+        lo, hi = ranges.twist[0]
+        if not lo <= twist[0] <= hi:
+            counts["twist"] += 1
+            assert abs(ptwist[0] - (lo if twist[0] < lo else hi)) <= 1e-9
+        else:
+            assert abs(ptwist[0] - twist[0]) <= 1e-9
+    assert counts["swing"] >= 10 and counts["twist"] >= 10, counts
+
+
+def posed(sk: Skeleton, ranges: SphericalRanges, sx: float, sz: float, twist: float) -> np.ndarray:
+    """The hinge values of ``ball``'s joint with swing (sx, sz) and twist in the range frame."""
+    r = compose(np.array([sx]), np.array([sz]), np.array([twist]))
+    q = np.zeros(5)
+    q[1:4] = euler_angles(r, ranges.order(sk), np.zeros((1, 3)))[0]
+    np.testing.assert_allclose(np.concatenate(swing_twist(ranges.rotations(sk, q))), [sx, sz, twist], atol=1e-12)
+    return q
 
 
 def test_containing_widens_just_enough() -> None:
     """A pose outside the range: the widened range holds it, and still holds everything
-    the old one held; a pose inside leaves the range as it was."""
+    the old one held, and no more than needed: the pose is on the new boundary (its
+    swing 1% longer, or its twist 0.01 rad further, is outside), and bounds the pose
+    does not press on are kept. Against a wall (a zero bound) the semi-axis opens to
+    sqrt(2) times the pose's swing on it. A pose inside leaves the range as it was."""
     sk = ball()
+    ranges = cone()
+    sx, sz, twist = 0.5, 0.3, 0.35  # (0.5/0.6)^2 + (0.3/0.4)^2 = 1.257: outside; twist max 0.2
+    reach = np.hypot(sx / 0.6, sz / 0.4)
+    q = posed(sk, ranges, sx, sz, twist)
+    assert ranges.excess(sk, q)[0] > 0.1
+    wide = ranges.containing(sk, q)
+    assert wide.excess(sk, q)[0] <= 1e-9
+    assert abs(elliptic_measure(wide, np.array([sx]), np.array([sz]))[0] - 1.0) <= 1e-8
+    assert wide.excess(sk, posed(sk, ranges, 1.01 * sx, 1.01 * sz, twist))[0] > 1e-3
+    assert wide.excess(sk, posed(sk, ranges, sx, sz, twist + 0.01))[0] >= 0.01 - 1e-9
+    assert wide.swing_x[0, 1] == pytest.approx(0.6 * reach, rel=1e-6)  # the quadrant's ellipse scaled
+    assert wide.swing_z[0, 1] == pytest.approx(0.4 * reach, rel=1e-6)
+    assert wide.twist[0, 1] == pytest.approx(twist, abs=1e-12)
+    np.testing.assert_array_equal([wide.swing_x[0, 0], wide.swing_z[0, 0], wide.twist[0, 0]], [-0.3, -0.2, -0.1])
+
     ranges = cone(swing_x=(0.0, 0.6))  # a wall: no swing the negative way about X
     q = np.array([0.0, 0.3, -0.5, 0.4, 0.0])
-    assert ranges.excess(sk, q)[0] > 0
+    sx, sz, twist = (v[0] for v in swing_twist(ranges.rotations(sk, q)))
+    assert sx < 0 and ranges.excess(sk, q)[0] > 0
     wide = ranges.containing(sk, q)
     assert wide.excess(sk, q)[0] <= 1e-9
     assert np.all(wide.swing_x[:, 0] <= ranges.swing_x[:, 0]) and np.all(wide.swing_x[:, 1] >= ranges.swing_x[:, 1])
+    assert wide.swing_x[0, 0] == pytest.approx(-np.sqrt(2.0) * abs(sx), rel=1e-9)
+    assert wide.twist[0, 1] == pytest.approx(twist, abs=1e-12)  # twist 0.32 past its max 0.2
+    np.testing.assert_array_equal(wide.swing_z, ranges.swing_z)  # 0.4 > sqrt(2) * 0.27: not in the way
+    assert wide.excess(sk, posed(sk, ranges, sx, sz, twist + 0.01))[0] >= 0.01 - 1e-9
     assert ranges.containing(sk, np.zeros(5)) is ranges
 
 
@@ -142,7 +211,9 @@ def hand(sk: Skeleton, q: np.ndarray) -> np.ndarray:
 def test_solvers_keep_the_cone_and_reach_inside_it(name: str) -> None:
     """A target the hand can reach inside the shoulder's cone is reached (1e-4 m) with the
     shoulder inside its range; one that needs the shoulder outside is refused by the
-    range: the shoulder ends on its boundary, never past it."""
+    range: the shoulder ends on its boundary (swing on its ellipse or twist at a bound,
+    1e-6), never past it, and the hand gets as near as the range allows: 0.502-0.512 m
+    from the target by the four solvers (0.785 m at the start), so at most 0.52 m."""
     sk, shoulder = arm()
     inside = hand(sk, np.array([0.2, 0.5, 0.1, 0.8]))
     outside = hand(sk, np.array([1.2, -1.0, 0.0, 0.3]))
@@ -156,8 +227,12 @@ def test_solvers_keep_the_cone_and_reach_inside_it(name: str) -> None:
         if reachable:
             assert error <= 1e-4, error
         else:
-            assert error > 1e-3  # honest: the range refuses it, the solve reports the miss
+            assert 1e-3 < error <= 0.52, error  # the range refuses it, the solve reports the miss
             assert not result.converged
+            sx, sz, twist = swing_twist(shoulder.rotations(sk, result.q))
+            on_ellipse = abs(elliptic_measure(shoulder, sx, sz)[0] - 1.0) <= 1e-6
+            at_twist_bound = np.min(np.abs(twist[0] - shoulder.twist[0])) <= 1e-6
+            assert on_ellipse or at_twist_bound, (elliptic_measure(shoulder, sx, sz), twist)
 
 
 @pytest.mark.parametrize("name", ALL)

@@ -1,7 +1,8 @@
 """Behaviour of the solvers (CCD, Jacobian transpose, SR inverse, quasi-Newton) on small chains.
 
 Each test states the behaviour it pins down; tolerances are in metres unless noted.
-The one xfail documents a known limitation of CCD under sheared or non-uniformly scaled frames.
+test_random_sheared_bases documents a known limitation of CCD under sheared or non-uniformly
+scaled frames (it may stop short there) and bounds it.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from chains import (
+    affine_base,
     chain,
     planar_chain,
     random_rotation,
@@ -127,7 +129,7 @@ def test_frozen_joint_never_changes(name: str, how: str) -> None:
 @pytest.mark.parametrize("joint", [0, 2])
 def test_lower_mobility_moves_joint_less(name: str, joint: int) -> None:
     """In a redundant four-link planar arm, giving one joint mobility 0.2 instead of 1 makes
-    it move clearly less (under 75% as far) while the goal is still reached."""
+    it move clearly less (under 65% as far; 24-53% measured) while the goal is still reached."""
     q0 = np.full(4, 0.2)
     goal = PositionGoal(3, tip_local(), [1.0, 2.2, 0.0])
     moved = {}
@@ -139,7 +141,7 @@ def test_lower_mobility_moves_joint_less(name: str, joint: int) -> None:
         assert result.converged
         moved[m] = abs(result.q[joint] - q0[joint])
     assert moved[1.0] > 0.02
-    assert moved[0.2] < 0.75 * moved[1.0]
+    assert moved[0.2] < 0.65 * moved[1.0]
 
 
 @pytest.mark.parametrize("name", ALL)
@@ -276,12 +278,12 @@ def test_unreachable_target_ends_at_closest_point(name: str) -> None:
 @pytest.mark.parametrize("name", ALL)
 def test_unreachable_target_gives_finite_result(name: str) -> None:
     """Far out of reach (distance 50 for length 3) nothing becomes NaN or infinite, the
-    reported error is the true one, and it cannot beat the geometric bound 47."""
+    reported error is the true one, and it is the geometric best 47 (to 1e-6)."""
     sk = planar_chain(3)
     problem = Problem(sk, [PositionGoal(2, tip_local(), [30.0, -40.0, 0.0])], max_iterations=200)
     result = solve(name, problem, [0.3, 0.3, 0.3])
     assert np.all(np.isfinite(result.q)) and np.all(np.isfinite(result.errors))
-    assert result.errors[0] >= 47.0 - 1e-9
+    assert result.errors[0] == pytest.approx(47.0, abs=1e-6)  # the arm stretched toward it
     np.testing.assert_allclose(result.errors, actual_error(problem, result.q), rtol=1e-12)
     assert not result.converged
 
@@ -354,21 +356,10 @@ def test_rotated_scaled_base(name: str, mirror: bool) -> None:
     assert result.max_error <= 1e-5
 
 
-NONUNIFORM_REASON = (
-    "Known limitation: CCD takes each hinge as a rigid world-space rotation, which is false "
-    "when the base has non-uniform scale or shear (the motion is A R(phi) A^-1), so the analytic "
-    "angle is off and CCD stops early (it keeps the better pose); its accelerated sweeps get past that "
-    "on some bases (21 of 30 random shears, 16 before), so the case is not strict. The Jacobian solvers are exact here."
-)
-
-
-@pytest.mark.parametrize(
-    "name",
-    [pytest.param("CCD", marks=pytest.mark.xfail(reason=NONUNIFORM_REASON, strict=False)), "JACOBIAN_TRANSPOSE", "SR_INVERSE",
-     "QUASI_NEWTON"],
-)
+@pytest.mark.parametrize("name", ALL)
 def test_non_uniformly_scaled_base(name: str) -> None:
-    """Scale (1, 2.5, 0.6) with a rotation: the Jacobian solvers still converge to 1e-5 m."""
+    """Scale (1, 2.5, 0.6) with a rotation: every solver converges to 1e-5 m (CCD too: its
+    accelerated sweeps get past the overshoot of its rigid-rotation model on this base)."""
     base = np.eye(4)
     base[:3, :3] = rotation([1, 2, 3], 0.8) @ np.diag([1.0, 2.5, 0.6])
     sk = with_base(chain(SEVEN_LENGTHS[:5], MIXED_AXES[:5]), base)
@@ -379,6 +370,32 @@ def test_non_uniformly_scaled_base(name: str) -> None:
     assert result.max_error <= 1e-5
 
 
+@pytest.mark.parametrize("name", ALL)
+def test_random_sheared_bases(name: str) -> None:
+    """30 random bases with non-uniform scale and shear, each with a reachable target (the
+    posed tip of a random configuration). The Jacobian solvers converge on every one.
+    CCD has a known limitation here: it takes each hinge as a rigid world-space rotation,
+    which is false under such a base (the motion is A R(phi) A^-1), so its analytic angle
+    is off and it may stop early. What it must still do: stay finite, report its true
+    error, never end worse than it started (it keeps the better pose), and converge on
+    most bases (21 of 30 today, 16 before its accelerated sweeps; at least 19 asked)."""
+    local = tip_local(SEVEN_LENGTHS[4])
+    q0 = np.full(5, 0.1)
+    converged = 0
+    for seed in range(30):
+        rng = np.random.default_rng(seed)
+        sk = with_base(chain(SEVEN_LENGTHS[:5], MIXED_AXES[:5]), affine_base(rng))
+        target = tip_position(sk, rng.uniform(-1.0, 1.0, 5), 4, local)
+        problem = Problem(sk, [PositionGoal(4, local, target)], tolerance=1e-5, max_iterations=2000)
+        result = solve(name, problem, q0)
+        assert np.all(np.isfinite(result.q)), seed
+        error = actual_error(problem, result.q)
+        np.testing.assert_allclose(result.errors, error, rtol=1e-12, atol=1e-15)
+        assert error[0] <= actual_error(problem, q0)[0], seed
+        converged += bool(result.converged)
+        if name != "CCD":
+            assert result.converged, (seed, result.max_error)
+    assert converged >= 19, converged
 
 
 @pytest.mark.parametrize(

@@ -154,11 +154,16 @@ def test_reach_with_pinned_feet(kind: str) -> None:
 
 def test_pins_win_when_the_hand_is_out_of_reach() -> None:
     """The hand dragged 1.5 m away: the goals conflict. The pins (the first level) end met,
-    and the hand ends as far toward its target as they let it: much closer than it started,
-    and no closer than an arm's length from the body allows."""
+    and the hand ends as far toward its target as they let it: within a fifth of its start
+    distance (1.53 m; 0.254 m measured), and within 2 cm of where the SR inverse, the
+    reference solver, leaves it (0.238 m)."""
     problem, q0 = reach([1.5, 0.0, 0.3])
     start = goal_errors(problem.goals, problem.skeleton.forward(q0))[-1]
     result, pinned, drag = transpose(problem, q0)
     assert np.all(pinned <= TOL)
     assert not result.converged
-    assert drag < 0.8 * start
+    assert drag <= 0.2 * start, (drag, start)
+    by_sr = SOLVERS["SR_INVERSE"](problem, q0)
+    by_sr_errors = goal_errors(problem.goals, problem.skeleton.forward(by_sr.q))
+    assert np.all(by_sr_errors[:-1] <= TOL)
+    assert abs(drag - by_sr_errors[-1]) <= 0.02, (drag, by_sr_errors[-1])
