@@ -67,8 +67,13 @@ def turns(obj, before: dict) -> tuple[float, float]:
 def test_the_arm_reaches_and_the_trunk_stays(solver, ranges):
     """Up, out to the side, forward, across the chest and down toward the knee, 0.8 of the
     arm's length from the shoulder, each in one drag: the hand within 1 mm, the feet within
-    0.1 mm, the trunk turned at most 5 degrees and the head at most 3 (before: 2-54 each)."""
+    0.1 mm, the trunk and the head turned at most 0.5 degree (measured 0.00 in 39 of the 40
+    reaches; before the limbs-first stage: 2-54 each). The quasi-Newton solver with the
+    human ranges is the exception for the trunk, held to 4 degrees: on the way up its arm
+    stage stalls against the ranges a few millimetres short in the last strides of the
+    approach, so the trunk joins for the rest (3.34 degrees; the head still 0.00)."""
     obj = standing(solver, ranges)
+    trunk_limit = 4.0 if (solver, ranges) == ("QUASI_NEWTON", True) else 0.5
     start = {pb.name: pb.matrix_basis.copy() for pb in obj.pose.bones}
     for name, target in in_reach(obj).items():
         for pb in obj.pose.bones:
@@ -78,11 +83,12 @@ def test_the_arm_reaches_and_the_trunk_stays(solver, ranges):
         trunk, head = turns(obj, before)
         assert np.linalg.norm(world_point(obj, HAND) - target) <= 1e-3, name
         assert max(pin_errors(obj).values()) <= 1e-4, name
-        assert trunk <= 5.0 and head <= 3.0, (name, trunk, head)
+        assert trunk <= trunk_limit and head <= 0.5, (name, trunk, head)
 
 
 def test_in_steps_the_trunk_stays_too():
-    """The same reach up, in 12 scripted steps, with the human ranges."""
+    """The same reach up, in 12 scripted steps, with the human ranges: the trunk and the head
+    turn at most 0.5 degree (measured 0.00)."""
     obj = standing("SR_INVERSE", True)
     before = world_rotations(obj)
     origin, target = world_point(obj, HAND), in_reach(obj)["up"]
@@ -90,7 +96,7 @@ def test_in_steps_the_trunk_stays_too():
         assert drag(HAND, origin + t * (target - origin)) == {"FINISHED"}
     trunk, head = turns(obj, before)
     assert np.linalg.norm(world_point(obj, HAND) - target) <= 1e-3
-    assert trunk <= 5.0 and head <= 3.0, (trunk, head)
+    assert trunk <= 0.5 and head <= 0.5, (trunk, head)
 
 
 @pytest.mark.parametrize("gaze", [True, False])

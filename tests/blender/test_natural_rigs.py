@@ -113,8 +113,8 @@ def test_hand_out_and_back_gives_back_the_start_pose(posed):
 
 
 def test_a_reach_moves_the_arm_not_the_spine(posed):
-    """A 15 cm reach forward (in reach of the arm): the trunk turns at most 5 degrees, the
-    head at most 5, and the hand gets there."""
+    """A 15 cm reach forward (in reach of the arm): the hand gets there with the arm alone,
+    the trunk and the head turned at most 0.5 degree (measured 0.00 on all three rigs)."""
     rig, obj = posed
     scale = body_size(obj) / 1.8
     watched = [*rig.spine, rig.head]
@@ -125,7 +125,7 @@ def test_a_reach_moves_the_arm_not_the_spine(posed):
     assert max(pin_errors(obj).values()) <= 1e-4
     after = world_rotations(obj, watched)
     turned = {n: math.degrees(rotation_angle(before[n], after[n])) for n in watched}
-    assert max(turned.values()) <= 5.0, turned
+    assert max(turned.values()) <= 0.5, turned
 
 
 @pytest.mark.parametrize("solver", ["SR_INVERSE", "CCD", "JACOBIAN_TRANSPOSE"])
@@ -152,8 +152,9 @@ def test_knees_and_elbows_never_bend_backwards(solver):
 
 def test_a_squat_bends_the_knees_forward_and_leaves_the_arms(posed):
     """The hips dragged down a ninth of the body's height, feet pinned: both knees move
-    forward, the arms' own evaluated rotations (in their local spaces) stay within 1 degree,
-    the head stays upright within 5."""
+    forward by more than the drop (measured 1.29-1.40 times it), the arms' own evaluated
+    rotations (in their local spaces) stay within 0.05 degree and the head upright within 1
+    (both measured 0.00)."""
     rig, obj = posed
     drop = body_size(obj) / 9.0
     knees = [shin for shin, _ in rig.feet]
@@ -166,8 +167,8 @@ def test_a_squat_bends_the_knees_forward_and_leaves_the_arms(posed):
     assert max(pin_errors(obj).values()) <= 1e-4
     assert np.linalg.norm(world_point(obj, rig.hips, 0.0) - (hips - [0.0, 0.0, drop])) <= 1e-4
     for k in knees:
-        assert (world_point(obj, k, 0.0) - knee_before[k]) @ ahead > 0.2 * drop, k
+        assert (world_point(obj, k, 0.0) - knee_before[k]) @ ahead > 1.0 * drop, k
     for n in rig.arms:
-        assert math.degrees(rotation_angle(arms_before[n], local_rotation(obj, n))) <= 1.0, n
+        assert math.degrees(rotation_angle(arms_before[n], local_rotation(obj, n))) <= 0.05, n
     head_after = world_rotations(obj, [rig.head])[rig.head]
-    assert math.degrees(rotation_angle(head_before, head_after)) <= 5.0
+    assert math.degrees(rotation_angle(head_before, head_after)) <= 1.0
