@@ -90,104 +90,18 @@ class RigModel:
         if not np.all(np.isfinite(world)) or abs(np.linalg.det(world[:3, :3])) < 1e-12:
             raise RigError(f"Armature '{obj.name}' has a degenerate transform (zero scale?)")
 
-        parent, prismatic, axis, rest, lower, upper, mobility, inheriting = [], [], [], [], [], [], [], []
-        self.bones: dict[str, BoneJoints] = {}
-        movable_set = None if movable_names is None else set(movable_names)
-        frame_scale: dict[str, np.ndarray] = {}  # scale the frame of each bone carries from above
-
-        def add(p, is_slide, ax, rest_m, lo, hi, mob, inherit=True):
-            parent.append(p)
-            inheriting.append(inherit)
-            prismatic.append(is_slide)
-            axis.append(ax)
-            rest.append(rest_m)
-            lower.append(lo)
-            upper.append(hi)
-            mobility.append(mob)
-            return len(parent) - 1
-
-        for name in ordered:
-            pb = pose_bones[name]
-            bone = pb.bone
-            if bone.length < 1e-9:
-                raise RigError(f"Bone '{name}' has zero length; it cannot be solved")
-            moves = (movable_set is None or name in movable_set) and name not in held
-            scale = np.array(pb.scale, dtype=float)
-            carrier = carriers.parent(name)
-            if carrier is None:
-                parent_joint, parent_scale, above = -1, np.ones(3), np.ones(3)
-                offset = _np(bone.matrix_local)
-            else:
-                up = self.bones[carrier]
-                parent_joint, parent_scale = up.frame_joint, up.scale
-                offset = carriers.offset(name)
-                above = frame_scale[carrier]
-            inherits = (pb.parent is None or bone.use_inherit_rotation) and name not in turned
-            # The head and the location channels ride on the parent's whole pose (Blender's
-            # loc_mat), scale included, whatever the inheritance; the location acts along the
-            # bone's rest axes (local location) or the parent's; a connected bone ignores it.
-            full = np.diag([*parent_scale, 1.0])
-            has_location = pb.parent is None or not bone.use_connect
-            local_location = bone.use_local_location or pb.parent is None
-            before_location = full @ offset if local_location else full
-            after_location = np.eye(4) if local_location else offset
-            slides = {}
-            if has_location and (carrier is None or name in translating):
-                hold = fixed_roots and carrier is None and name not in translating
-                for i, letter in enumerate(AXES):
-                    free = moves and not pb.lock_location[i] and not hold
-                    ax = np.zeros(3)
-                    ax[i] = 1.0
-                    j = add(parent_joint, True, ax, before_location if i == 0 else np.eye(4), -np.inf, np.inf,
-                            1.0 if free else 0.0)
-                    slides[letter] = j
-                    parent_joint = j
-                rel = after_location.copy()
-            elif has_location:
-                loc = np.eye(4)
-                loc[:3, 3] = np.array(pb.location, dtype=float)
-                rel = before_location @ loc @ after_location
-            else:
-                rel = full @ offset
-            # The orientation and scale the bone's frame takes (Blender's rotscale_mat).
-            kept = inherited_scale(bone.inherit_scale if pb.parent is not None else "FULL", above, parent_scale)
-            frame_scale[name] = above * kept
-            if name in turned:  # as evaluated, less its own channels and scale
-                rel[:3, :3] = (_np(pb.matrix)[:3, :3] / scale) @ _np(bone_quaternion(pb).to_matrix()).T
-            elif not inherits:  # the rest orientation in armature space, relative to the base
-                rel[:3, :3] = _np(bone.matrix_local)[:3, :3] * frame_scale[name]
-            else:  # relative to the frame the slides or the parent left
-                rel[:3, :3] = np.linalg.solve(rel_linear_before(slides, before_location),
-                                              np.diag(kept) @ offset[:3, :3])
-            order = bone_order(pb)
-            hinges = {}
-            for k, letter in enumerate(reversed(order)):  # Euler 'XYZ' is Rz @ Ry @ Rx
-                i = AXES.index(letter)
-                locked = pb.lock_rotation[i] or getattr(pb, f"lock_ik_{letter.lower()}")
-                limited = getattr(pb, f"use_ik_limit_{letter.lower()}")
-                lo = getattr(pb, f"ik_min_{letter.lower()}") if limited else -np.inf
-                hi = getattr(pb, f"ik_max_{letter.lower()}") if limited else np.inf
-                stiffness = getattr(pb, f"ik_stiffness_{letter.lower()}")
-                mob = 0.0 if (locked or not moves or name in keep_turn) else float(np.clip(1.0 - stiffness, 0.0, 1.0))
-                if mob == 0.0:
-                    lo, hi = -np.inf, np.inf  # a frozen joint stays where it is, limits or not
-                ax = np.zeros(3)
-                ax[i] = 1.0
-                j = add(parent_joint, False, ax, rel if k == 0 else np.eye(4), lo, hi, mob, inherits or k > 0)
-                hinges[letter] = j
-                parent_joint = j
-            self.bones[name] = BoneJoints(name, hinges, slides, parent_joint, scale, bone.length, order,
-                                          fixed_channels(pb, name in translating))
+        tree, self.bones = build_tree(obj, ordered, carriers, held, turned, movable_names, translating, fixed_roots,
+                                      keep_turn)
 
         self.object = obj
         self.translating = frozenset(translating)
         # Driven orientations are built into the tree: a new one (another frame) needs a new tree.
         self.turned = {name: tuple(map(tuple, pose_bones[name].matrix)) for name in turned}
-        self.limits = np.array(lower, dtype=float), np.array(upper, dtype=float)  # Blender's own
+        self.limits = np.array(tree["lower"], dtype=float), np.array(tree["upper"], dtype=float)  # Blender's own
         self.skeleton = Skeleton(
-            parent=np.array(parent), prismatic=np.array(prismatic), axis=np.array(axis),
-            rest=np.array(rest), lower=self.limits[0], upper=self.limits[1],
-            mobility=np.array(mobility), base=world, inherits=np.array(inheriting),
+            parent=np.array(tree["parent"]), prismatic=np.array(tree["prismatic"]), axis=np.array(tree["axis"]),
+            rest=np.array(tree["rest"]), lower=self.limits[0], upper=self.limits[1],
+            mobility=np.array(tree["mobility"]), base=world, inherits=np.array(tree["inherits"]),
         )
         self.declared_ranges = self._declared_ranges()
         # For the bulk write-back: each bone's row in ``pose.bones``, its joints (the hinges in
@@ -380,3 +294,105 @@ class RigModel:
             path = str(self._paths[i])
             out[name] = (path, tuple(rotations[path][i].tolist()), tuple(locations[i].tolist()) if b.slides else None)
         return out
+
+
+def build_tree(obj, ordered, carriers: Carriers, held: set, turned: set, movable_names, translating, fixed_roots: bool,
+               keep_turn) -> tuple[dict, dict[str, BoneJoints]]:
+    """The hinge tree of the bones ``ordered`` (parents first): each bone's location channels
+    as three slides where they are joints (a root's, a translating bone's), then its three
+    hinges in its Euler order at its head, with Blender's IK locks, limits and stiffness;
+    ``held`` bones and the axes the solver may not move frozen. Returns the skeleton's
+    arrays (parent, prismatic, axis, rest, lower, upper, mobility, inherits) and each bone's
+    place in it. ``RigModel`` gives the meaning of the other arguments."""
+    pose_bones = obj.pose.bones
+    parent, prismatic, axis, rest, lower, upper, mobility, inheriting = [], [], [], [], [], [], [], []
+    bones: dict[str, BoneJoints] = {}
+    movable_set = None if movable_names is None else set(movable_names)
+    frame_scale: dict[str, np.ndarray] = {}  # scale the frame of each bone carries from above
+
+    def add(p, is_slide, ax, rest_m, lo, hi, mob, inherit=True):
+        parent.append(p)
+        inheriting.append(inherit)
+        prismatic.append(is_slide)
+        axis.append(ax)
+        rest.append(rest_m)
+        lower.append(lo)
+        upper.append(hi)
+        mobility.append(mob)
+        return len(parent) - 1
+
+    for name in ordered:
+        pb = pose_bones[name]
+        bone = pb.bone
+        if bone.length < 1e-9:
+            raise RigError(f"Bone '{name}' has zero length; it cannot be solved")
+        moves = (movable_set is None or name in movable_set) and name not in held
+        scale = np.array(pb.scale, dtype=float)
+        carrier = carriers.parent(name)
+        if carrier is None:
+            parent_joint, parent_scale, above = -1, np.ones(3), np.ones(3)
+            offset = _np(bone.matrix_local)
+        else:
+            up = bones[carrier]
+            parent_joint, parent_scale = up.frame_joint, up.scale
+            offset = carriers.offset(name)
+            above = frame_scale[carrier]
+        inherits = (pb.parent is None or bone.use_inherit_rotation) and name not in turned
+        # The head and the location channels ride on the parent's whole pose (Blender's
+        # loc_mat), scale included, whatever the inheritance; the location acts along the
+        # bone's rest axes (local location) or the parent's; a connected bone ignores it.
+        full = np.diag([*parent_scale, 1.0])
+        has_location = pb.parent is None or not bone.use_connect
+        local_location = bone.use_local_location or pb.parent is None
+        before_location = full @ offset if local_location else full
+        after_location = np.eye(4) if local_location else offset
+        slides = {}
+        if has_location and (carrier is None or name in translating):
+            hold = fixed_roots and carrier is None and name not in translating
+            for i, letter in enumerate(AXES):
+                free = moves and not pb.lock_location[i] and not hold
+                ax = np.zeros(3)
+                ax[i] = 1.0
+                j = add(parent_joint, True, ax, before_location if i == 0 else np.eye(4), -np.inf, np.inf,
+                        1.0 if free else 0.0)
+                slides[letter] = j
+                parent_joint = j
+            rel = after_location.copy()
+        elif has_location:
+            loc = np.eye(4)
+            loc[:3, 3] = np.array(pb.location, dtype=float)
+            rel = before_location @ loc @ after_location
+        else:
+            rel = full @ offset
+        # The orientation and scale the bone's frame takes (Blender's rotscale_mat).
+        kept = inherited_scale(bone.inherit_scale if pb.parent is not None else "FULL", above, parent_scale)
+        frame_scale[name] = above * kept
+        if name in turned:  # as evaluated, less its own channels and scale
+            rel[:3, :3] = (_np(pb.matrix)[:3, :3] / scale) @ _np(bone_quaternion(pb).to_matrix()).T
+        elif not inherits:  # the rest orientation in armature space, relative to the base
+            rel[:3, :3] = _np(bone.matrix_local)[:3, :3] * frame_scale[name]
+        else:  # relative to the frame the slides or the parent left
+            rel[:3, :3] = np.linalg.solve(rel_linear_before(slides, before_location),
+                                          np.diag(kept) @ offset[:3, :3])
+        order = bone_order(pb)
+        hinges = {}
+        for k, letter in enumerate(reversed(order)):  # Euler 'XYZ' is Rz @ Ry @ Rx
+            i = AXES.index(letter)
+            locked = pb.lock_rotation[i] or getattr(pb, f"lock_ik_{letter.lower()}")
+            limited = getattr(pb, f"use_ik_limit_{letter.lower()}")
+            lo = getattr(pb, f"ik_min_{letter.lower()}") if limited else -np.inf
+            hi = getattr(pb, f"ik_max_{letter.lower()}") if limited else np.inf
+            stiffness = getattr(pb, f"ik_stiffness_{letter.lower()}")
+            mob = 0.0 if (locked or not moves or name in keep_turn) else float(np.clip(1.0 - stiffness, 0.0, 1.0))
+            if mob == 0.0:
+                lo, hi = -np.inf, np.inf  # a frozen joint stays where it is, limits or not
+            ax = np.zeros(3)
+            ax[i] = 1.0
+            j = add(parent_joint, False, ax, rel if k == 0 else np.eye(4), lo, hi, mob, inherits or k > 0)
+            hinges[letter] = j
+            parent_joint = j
+        bones[name] = BoneJoints(name, hinges, slides, parent_joint, scale, bone.length, order,
+                                      fixed_channels(pb, name in translating))
+    arrays = {"parent": parent, "prismatic": prismatic, "axis": axis, "rest": rest, "lower": lower, "upper": upper,
+              "mobility": mobility, "inherits": inheriting}
+    return arrays, bones
