@@ -76,9 +76,10 @@ def test_an_anchor_alone_when_a_script_names_one():
     assert {p.anchor for p in obj.welman_ik.pins} == {0.0, 1.0}
 
 
-def test_every_plant_holds_within_a_millimetre(cleaned):
-    """Each plant's point stays within 1 mm of its held place on every frame of the plant,
-    where the source slid (the held place is the plant's average, not its first frame)."""
+def test_every_plant_holds_within_a_tenth_of_a_millimetre(cleaned):
+    """Each plant's point stays within 0.1 mm of its held place on every frame of the plant
+    (measured at most 0.010 mm), where the source slid 10-24 mm (the held place is the
+    plant's average, not its first frame)."""
     name, obj, frames, before, after, index = cleaned
     slid, held = 0.0, 0.0
     for pin in obj.welman_ik.pins:
@@ -91,18 +92,20 @@ def test_every_plant_holds_within_a_millimetre(cleaned):
     print(f"\n{name}: {len(obj.welman_ik.pins)} plants, largest slide {1000 * slid:.2f} mm -> "
           f"largest miss {1000 * held:.4f} mm")
     assert slid > 0.002
-    assert held <= 1e-3
-    assert obj.welman_ik.last_solve.max_pin_error <= 1e-3
+    assert held <= 1e-4
+    assert obj.welman_ik.last_solve.max_pin_error <= 1e-4
     assert len(obj.welman_ik.bake_misses) == 0
 
 
 def test_the_hips_keep_their_path(cleaned):
+    """The root (the hips) is the clip's: within 1 mm of its source path on every frame and
+    within 0.1 mm on 99% of them (measured 0.00 mm on every frame)."""
     name, obj, _, before, after, index = cleaned
     root = index[obj.pose.bones[0].name]
     off = np.linalg.norm(after[:, root, 0] - before[:, root, 0], axis=1)
     print(f"\n{name}: hips off their path at most {1000 * off.max():.2f} mm, on it on {np.mean(off < 1e-4):.0%}")
-    assert off.max() <= 0.02
-    assert np.mean(off < 1e-4) >= 0.9
+    assert off.max() <= 1e-3
+    assert np.mean(off < 1e-4) >= 0.99
 
 
 def test_no_step_larger_than_the_source(cleaned):
@@ -159,8 +162,9 @@ def largest_turns(quaternions: np.ndarray) -> np.ndarray:
 @pytest.mark.parametrize("solver", ["CCD", "JACOBIAN_TRANSPOSE"])
 def test_ccd_and_jacobian_transpose_hold_plants_without_flips(solver):
     """The other solvers on the first 80 frames of the walk at the defaults: every plant
-    within 2 mm, and no bone turns between two frames by more than 10 degrees beyond its
-    largest turn in the source (a pinned foot no longer flips about its held point)."""
+    within 0.1 mm (measured 0.009-0.010), and no bone turns between two frames by more than
+    2 degrees beyond its largest turn in the source (measured 0.4-0.5; a pinned foot no
+    longer flips about its held point)."""
     scenes.empty_scene()
     obj = import_clip("pymo_walk.bvh", whole=True)
     obj.welman_ik.solver = solver
@@ -181,5 +185,5 @@ def test_ccd_and_jacobian_transpose_hold_plants_without_flips(solver):
                                                 axis=1).max(initial=0.0)))
     excess = largest_turns(rotations(obj, frames)) - turns_before
     print(f"\n{solver}: plants within {1000 * worst:.3f} mm, largest extra turn {np.degrees(excess.max()):.1f} deg")
-    assert worst <= 2e-3
-    assert np.degrees(excess.max()) <= 10.0
+    assert worst <= 1e-4
+    assert np.degrees(excess.max()) <= 2.0
