@@ -58,10 +58,11 @@ MOTION_KEYS = (1, 21)  # motion mode: the whole pose keyed here, the pelvis lowe
 MOTION_FRAME = 11  # the edited frame
 MOTION_FALLOFF = 5  # frames 6..16 take the edit; the others keep their motion
 SIDEBAR_TAB = "Welman IK"
-# Where the add-on may leave per-event latencies of the last interactive drag (the first found
-# is reported), and where its running drag session lives (None when no drag is running).
-LATENCY_HOOKS = ("welman_ik.blender.drag.state.DRAG_STATE.latencies", "welman_ik.E2E_LATENCIES")
-SESSION_HOOKS = ("welman_ik.blender.drag.state.DRAG_STATE.session",)
+# Where the add-on leaves the per-event latencies of the last interactive drag, and where its
+# running drag session lives (None when no drag is running). The driver fails the run when
+# either is missing (the add-on moved them): its drag-state checks would otherwise pass blind.
+LATENCY_HOOKS = ("welman_ik.blender.drag.state.DRAG_STATE.latencies",)
+SESSION_HOOK = "welman_ik.blender.drag.state.DRAG_STATE.session"
 KEY_NAMES = {  # shortcut words that differ between xdotool and Blender's key types
     "tab": "TAB", "space": "SPACE", "return": "RET", "enter": "RET", "escape": "ESC", "esc": "ESC",
     "delete": "DEL", "backspace": "BACK_SPACE", "minus": "MINUS", "plus": "PLUS", "period": "PERIOD",
@@ -325,11 +326,13 @@ def first_hook(paths):
 
 
 def drag_running() -> bool | None:
-    path, _ = first_hook(SESSION_HOOKS)
-    if path is None:
-        owner = resolve(SESSION_HOOKS[0].rpartition(".")[0])
-        return False if owner is not None else None  # the hook exists and holds None: no drag
-    return True
+    """True while a drag session runs, False between drags, None when ``SESSION_HOOK`` is
+    not there (the driver counts that as a failure, not as either answer)."""
+    owner_path, _, attr = SESSION_HOOK.rpartition(".")
+    owner = resolve(owner_path)
+    if owner is None or not hasattr(owner, attr):
+        return None
+    return getattr(owner, attr) is not None
 
 
 def point_on_bone(obj, name: str, anchor: float) -> Vector:
@@ -669,7 +672,7 @@ def result(request) -> dict:
             pins[p.bone] = {"goal": vec(p.location), "point": vec(point),
                             "error": (point - Vector(p.location)).length, "enabled": p.enabled}
     out["pins"] = pins
-    out["max_pin_error"] = max((v["error"] for v in pins.values() if v["enabled"]), default=0.0)
+    out["max_pin_error"] = max((v["error"] for v in pins.values() if v["enabled"]), default=None)
     out["pins_before"] = S.pins_before
     out["pin_list"] = pin_rows(obj)
     rotation = world_rotation(obj, ARGS.bone)

@@ -52,6 +52,8 @@ ROOT = HERE.parents[1]
 # pin-key: confirm, with the pin key --pin-key pressed over the dragged bone halfway through the moves
 MODES = ("dry-run", "confirm", "cancel", "undo", "motion", "pin-key")
 PIN_KEYS = {"o": "ORIENTATION"}  # pin-key mode: the xdotool key and the pin kind it toggles while dragging
+FOOT_PINS = ("toe.L", "toe.R", "heel.02.L", "heel.02.R")  # the pins blender_side.py puts on the feet
+LATENCY_HOOK = "welman_ik.blender.drag.state.DRAG_STATE.latencies"  # blender_side.py's LATENCY_HOOKS[0]
 
 
 P4_TARGET_MS = 4.0  # per mouse event, solve plus the add-on's draw, on the metarig (the goal, printed; --p4-limit
@@ -470,8 +472,9 @@ def run_mode(mode: str, args, display: int, out_dir: Path) -> tuple[Checks, dict
             checks.add(seen is not None and abs(seen[0] - expected[0]) <= 1 and abs(seen[1] - expected[1]) <= 1,
                        "Blender saw the moves", f"last mouse event at window {seen}, expected {expected}")
         else:
-            checks.add(status["drag_running"] is not False and bool(status["changed_bones"]), "drag running",
-                       f"drag session {status['drag_running']}, {len(status['changed_bones'])} bones moved mid-drag")
+            checks.add(status["drag_running"] is True and bool(status["changed_bones"]), "drag running",
+                       f"drag session {describe_session(status['drag_running'])}, {len(status['changed_bones'])} "
+                       "bones moved mid-drag")
             x.screenshot(out_dir / f"e2e_{mode}_drag.png")
             if mode in ("confirm", "undo", "motion", "pin-key"):
                 x.click(1)
@@ -543,8 +546,29 @@ def press_pin_key(x: X, ex: Exchange, args, to_window, left, checks: Checks, rep
                f"'{args.pin_key}' pressed at window ({mouse[0]:.0f}, {mouse[1]:.0f}) over "
                f"{hovered or 'no bone'!r}, dragged {args.bone!r}")
     new = added_pins(before["pins"], after["pins"])
-    checks.add(after["drag_running"] is not False and len(new) == 1, "pin added mid-drag",
-               f"drag session {after['drag_running']}, new pins {[(p['bone'], p['kind']) for p in new]}")
+    checks.add(after["drag_running"] is True and len(new) == 1, "pin added mid-drag",
+               f"drag session {describe_session(after['drag_running'])}, new pins "
+               f"{[(p['bone'], p['kind']) for p in new]}")
+
+
+def describe_session(running) -> str:
+    """blender_side's drag_running(): True, False, or None when its hook is missing."""
+    return {True: "running", False: "not running"}.get(running, "unknown: blender_side.py found no drag-state hook")
+
+
+def foot_pins_held(r: dict, tolerance: float) -> tuple[bool, str]:
+    """Whether each of the four foot pins is there, enabled, and held within ``tolerance``
+    [m] (no pins, or a disabled one, is a failure, not a pass), and the detail."""
+    pins = r["pins"]
+    missing = [b for b in FOOT_PINS if b not in pins]
+    disabled = [b for b in FOOT_PINS if b in pins and not pins[b]["enabled"]]
+    errors = [pins[b]["error"] for b in FOOT_PINS if b in pins]
+    worst = max(errors, default=None)
+    ok = not missing and not disabled and worst is not None and worst <= tolerance
+    detail = (f"largest foot pin error {'-' if worst is None else f'{worst:.2e}'} m (at most {tolerance:g}) "
+              + str({k: f"{v['error']:.1e}" + ("" if v["enabled"] else " disabled") for k, v in pins.items()})
+              + (f"; missing {missing}" if missing else "") + (f"; disabled {disabled}" if disabled else ""))
+    return ok, detail
 
 
 def angle_deg(a, b) -> float:
@@ -565,18 +589,20 @@ def added_pins(before: list, after: list) -> list:
 
 
 def blender_checks(mode: str, args, r: dict, checks: Checks, report: dict) -> None:
+    checks.add(r.get("latency_source") == LATENCY_HOOK, "latency hook found",
+               f"latencies read from {r.get('latency_source')!r}, expected {LATENCY_HOOK!r}")
+    checks.add(r["drag_running_at_finish"] is False, "drag ended",
+               f"drag session at finish: {describe_session(r['drag_running_at_finish'])}")
     if mode == "dry-run":
         checks.add(r["pose_identical"] and r["key_count"] == 0, "nothing changed",
                    f"pose identical {r['pose_identical']}, {r['key_count']} keys")
         return
-    checks.add(r["drag_running_at_finish"] is not True, "drag ended", f"drag session at finish: {r['drag_running_at_finish']}")
     if mode in ("confirm", "motion", "pin-key"):
         before, after = r["distance_to_cursor_ray_before"], r["distance_to_cursor_ray_after"]
         checks.add(before - after > args.min_move and r["hand_moved_m"] > args.min_move, "hand followed the cursor",
                    f"distance to the cursor ray {before:.3f} -> {after:.3f} m, moved {r['hand_moved_m']:.3f} m")
-        checks.add(r["max_pin_error"] <= args.pin_tolerance, "pins held",
-                   f"largest pin error {r['max_pin_error']:.2e} m "
-                   + str({k: f"{v['error']:.1e}" for k, v in r["pins"].items()}))
+        held, detail = foot_pins_held(r, args.pin_tolerance)
+        checks.add(held, "pins held", detail)
         if mode == "confirm" and args.trunk_limit > 0:
             checks.add(r["trunk_turned_deg"] <= args.trunk_limit, "the arm reached, the trunk stayed",
                        f"trunk turned {r['trunk_turned_deg']:.1f} deg (at most {args.trunk_limit:g}), head "
@@ -617,8 +643,7 @@ def blender_checks(mode: str, args, r: dict, checks: Checks, report: dict) -> No
                    "" if r["pose_identical"] else f"changed: {r['changed_bones']}")
         checks.add(r["key_count"] == 0, "no keys", f"{r['key_count']} keys, action {r['has_action']}")
     lat = r.get("latencies_ms")
-    if r.get("latency_source") is not None:
-        checks.add(bool(lat), "drag events solved", f"{len(lat or [])} mouse events")
+    checks.add(bool(lat), "drag events solved", f"{len(lat or [])} mouse events")
     if lat:
         lat_sorted = sorted(lat)
         print(f"  latency per event ({r['latency_source']}): n {len(lat)}, median {lat_sorted[len(lat) // 2]:.1f} ms, "
