@@ -10,8 +10,8 @@ mirrored frame's sense of turning got wrong fails it); for CCD that no sweep rai
 weighted error; for the Jacobian transpose that the end is never worse than the start.
 
 Kept out of the generated inputs: non-uniformly scaled or sheared bases, which CCD's rigid
-world-space rotations do not model (its case in test_solvers.py is marked), and the one-ulp
-limit overshoot of JT/SR (hence the 1e-12 slack on limits).
+world-space rotations do not model (test_random_sheared_bases in test_solvers.py bounds what
+CCD does there), and the one-ulp limit overshoot of JT/SR (hence the 1e-12 slack on limits).
 """
 
 from __future__ import annotations
