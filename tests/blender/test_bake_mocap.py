@@ -136,9 +136,12 @@ def test_at_the_defaults_the_hips_follow_their_path(baked_at_defaults):
 
 
 def test_the_hips_leave_and_rejoin_their_path_smoothly():
-    """A pin 8 cm below where the left ankle stands, on frames 20-40, needs the hips lower
-    ('FOLLOW'): they ease down before the pin takes hold, stay within 2 cm of their path,
-    come back onto it afterwards, and never move more than 4 mm a frame relative to it."""
+    """A pin 8 cm below where the left ankle stands, on frames 20-40, needs the hips off their
+    path ('FOLLOW'; mostly sideways, toward the pinned leg: up to 10.8 mm, 4.2 mm while it
+    holds, less than 1 mm lower): on frames 1-9 they are on it, over the 10 frames of the
+    falloff before the pin takes hold (10-19) they ease off it, further on every frame (0.2
+    mm on frame 10, 10.6 on 19); they stay within 14 mm of it, come back onto it afterwards,
+    and never move more than 2 mm a frame relative to it (measured 1.54)."""
     scenes.empty_scene()
     obj = import_clip("mocapbank_clip.bvh", whole=True)
     scene = bpy.context.scene
@@ -162,7 +165,10 @@ def test_the_hips_leave_and_rejoin_their_path_smoothly():
     steps = np.linalg.norm(np.diff(off, axis=0), axis=1)
     print(f"\nhips: at most {1000 * distance.max():.2f} mm off their path, {1000 * steps.max():.2f} mm a frame")
     assert obj.welman_ik.last_solve.max_pin_error <= 1e-4
-    assert distance[19:40].min() > 0.002  # the pin needed them lower
-    assert distance.max() <= 0.02
+    assert distance[19:40].min() > 0.002  # the pin needed them off their path
+    assert np.all(distance[:9] < 1e-6)  # frames 1-9
+    assert 0.0 < distance[9] < 0.001 and distance[18] > 0.005, distance[9:19]  # frames 10 and 19
+    assert np.all(np.diff(distance[9:20]) > 0.0), distance[9:20]  # eased off, frame by frame, up to frame 20
+    assert distance.max() <= 0.014
     assert np.all(distance[60:] < 1e-6)  # back on the path
-    assert steps.max() <= 0.004
+    assert steps.max() <= 0.002

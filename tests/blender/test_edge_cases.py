@@ -37,11 +37,16 @@ def test_movable_bone_past_its_limit_is_not_snapped_back(human):
 
 def test_drag_back_to_the_start_restores_the_channels(human):
     """Every mouse event writes what changed since the last one, so a drag that comes back
-    leaves the pose as the solver has it, to the bit where the solver is back at the start."""
-    session = DragSession(human, "hand.R")
+    leaves the pose as the solver has it, to the bit where the solver is back at the start:
+    the hand 14 cm out, then back where it started (0.1 mm, each time), the pins held."""
+    session = DragSession(human, "hand.R", event_budget=None)
     start = world_point(human, "hand.R", DEFAULT_ANCHOR)
     for point in (start + [0.1, 0.0, 0.1], start):
         session.move(np.array([point[0], -10.0, point[2]]), FRONT)
+        np.testing.assert_allclose(session.goal[[0, 2]], point[[0, 2]], atol=1e-9)  # (the ray's closest point)
+        assert np.linalg.norm(world_point(human, "hand.R", DEFAULT_ANCHOR) - session.goal) <= 1e-4
+        assert max(pin_errors(human).values()) <= 1e-4
+    assert np.linalg.norm(world_point(human, "hand.R", DEFAULT_ANCHOR) - start) <= 1e-4
     bpy.context.view_layer.update()
     kin = session.solver.model.skeleton.forward(session.solver.q)
     expected = session.solver.drag_goal.point(kin)
