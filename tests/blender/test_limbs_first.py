@@ -70,8 +70,8 @@ def test_the_arm_reaches_and_the_trunk_stays(solver, ranges):
     0.1 mm, the trunk and the head turned at most 0.5 degree (measured 0.00 in 39 of the 40
     reaches; before the limbs-first stage: 2-54 each). The quasi-Newton solver with the
     human ranges is the exception for the trunk, held to 4 degrees: on the way up its arm
-    stage stalls against the ranges a few millimetres short in the last strides of the
-    approach, so the trunk joins for the rest (3.34 degrees; the head still 0.00)."""
+    stage stops short (0.5-21 mm, with the arm against its ranges) in the last nine strides
+    of the approach, so the trunk joins for the rest (3.34 degrees; the head still 0.00)."""
     obj = standing(solver, ranges)
     trunk_limit = 4.0 if (solver, ranges) == ("QUASI_NEWTON", True) else 0.5
     start = {pb.name: pb.matrix_basis.copy() for pb in obj.pose.bones}
