@@ -559,10 +559,10 @@ def test_each_frame_starts_where_the_last_frames_lead(fig_6_5, monkeypatch):
     held foot needs a correction that changes smoothly): fewer iterations than from the
     last frame's correction alone, and the same result, as the pose the solve keeps to is
     the same."""
-    from welman_ik.blender.bake import baker as bake
+    from welman_ik.blender.bake import carry
 
     warm, warm_channels = _solved(fig_6_5)
-    monkeypatch.setattr(bake, "EXTRAPOLATED", set())
+    monkeypatch.setattr(carry, "EXTRAPOLATED", set())
     cold, cold_channels = _solved(fig_6_5)
     iterations = {name: sum(b.goal_log[f][4] for f in b.frames) for name, b in (("warm", warm), ("cold", cold))}
     assert iterations["warm"] < iterations["cold"], iterations

@@ -1,0 +1,27 @@
+"""The house: every module of the package holds one idea, so none grows past 450 lines; the
+Blender layer is folders by idea, each saying what it holds and what it may import (the
+import direction itself is checked by ``lint-imports`` in ``make lint``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[2] / "welman_ik"
+MODULES = sorted(PACKAGE.rglob("*.py"))
+LONGEST = 450
+
+
+@pytest.mark.parametrize("module", MODULES, ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_no_module_past_450_lines(module: Path):
+    lines = len(module.read_text(encoding="utf-8").splitlines())
+    assert lines <= LONGEST, f"{module.relative_to(PACKAGE)} has {lines} lines: split it along its ideas"
+
+
+def test_every_folder_of_the_blender_layer_says_what_it_may_import():
+    folders = [p for p in (PACKAGE / "blender").iterdir() if p.is_dir() and p.name != "__pycache__"]
+    assert {p.name for p in folders} >= {"rig", "pins", "drag", "bake", "ui"}
+    for folder in folders:
+        text = (folder / "__init__.py").read_text(encoding="utf-8")
+        assert text.startswith('"""') and "May import" in text, folder.name
