@@ -55,3 +55,17 @@ def test_the_manual_has_its_pages_and_the_readme_links_each():
 
 def test_the_readme_fits_on_a_screen_or_two():
     assert len((ROOT / "README.md").read_text(encoding="utf-8").splitlines()) <= 200
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_path_the_manual_names_exists(page: Path):
+    """A module or file the manual names in backticks (``rig/model.py``, ``welman_ik/core/``,
+    ``scripts/demo.py``) exists: relative to the root, ``welman_ik/``, ``welman_ik/blender/``,
+    ``welman_ik/core/`` or ``welman_ik/core/solvers/``."""
+    bases = [ROOT, ROOT / "welman_ik", ROOT / "welman_ik" / "blender", ROOT / "welman_ik" / "core",
+             ROOT / "welman_ik" / "core" / "solvers"]
+    text = FENCE.sub("", page.read_text(encoding="utf-8"))
+    named = re.findall(r"`(\w+/[\w/]*\.py|(?:welman_ik|scripts|tests)/[\w./]*)`", text)
+    missing = [path for path in named if not any((base / path).exists() for base in bases)]
+    assert named or page.name != "internals.md"
+    assert not missing, missing
