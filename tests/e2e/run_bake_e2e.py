@@ -222,8 +222,10 @@ class Run:
             code = None
         self.timings["total_s"] = time.time() - self.started
         # Blender exits with 1 after any Esc press (WM_exit returns G.is_break), so after an Esc
-        # a clean quit is exit code 1 with "Blender quit" as its last words.
-        tail = self.log_path.read_text(errors="replace").strip().splitlines()[-1:] if self.log_path.exists() else []
+        # a clean quit is exit code 1 with "Blender quit" as its last words, but for Blender's
+        # report of memory blocks not freed at exit (printed as a note).
+        lines = self.log_path.read_text(errors="replace").strip().splitlines() if self.log_path.exists() else []
+        tail = [line for line in lines if not line.startswith("Error: Not freed memory blocks")][-1:]
         clean = code == 0 or (escaped and code == 1 and tail == ["Blender quit"])
         self.checks.add(clean, "Blender quit", f"exit code {code}" + (" (Esc was pressed)" if escaped else ""))
         return result

@@ -4,6 +4,8 @@ roots' path as goals below everything else ('FOLLOW')."""
 
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 from mathutils import Matrix, Quaternion
 
@@ -22,7 +24,7 @@ class FrameGoals:
     """The goals of each frame of ``baker``'s bake (its pins, edit, frames and current tree)."""
 
     def __init__(self, baker):
-        self.baker = baker
+        self.baker = weakref.proxy(baker)  # the baker owns this step: no reference cycle
 
     def fixed_goals(self) -> dict:
         """Where each fixed pin holds: its ``location`` (Detect Contacts puts a plant's there:

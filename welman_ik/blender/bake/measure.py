@@ -6,6 +6,7 @@ missed frames listed."""
 from __future__ import annotations
 
 import time
+import weakref
 
 import numpy as np
 
@@ -23,7 +24,7 @@ class BakeMeasure:
     """The figures of ``baker``'s bake: ``frames()`` measures, ``verify()`` records."""
 
     def __init__(self, baker):
-        self.baker = baker
+        self.baker = weakref.proxy(baker)  # the baker owns this step: no reference cycle
         self.own: dict[int, Measured] = {}  # the eased frames measured against the pins' own places
         self.worst: tuple[int, Measured] | None = None  # the worst frame, evaluated
         self.max_pin_error = 0.0  # [m] measured on the evaluated pose once the action is written
