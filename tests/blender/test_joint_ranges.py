@@ -9,7 +9,7 @@ import math
 import bpy
 import numpy as np
 import pytest
-from conftest import drag, pin_errors, world_point
+from conftest import drag, local_rotation, pin_errors, world_point
 
 from welman_ik.core.ranges import SphericalRanges
 
@@ -36,8 +36,7 @@ def excess_degrees(obj, names) -> dict:
                              [(r.swing_z_min, r.swing_z_max) for r in rs],
                              [(r.twist_min, r.twist_max) for r in rs], [r.roll for r in rs])
     # The evaluated pose (constraints included) in each bone's local space: its rotation from rest.
-    rotations = np.array([np.array(obj.convert_space(pose_bone=pb, matrix=pb.matrix, from_space="POSE",
-                                                     to_space="LOCAL").to_3x3().normalized()) for pb in pose_bones])
+    rotations = np.array([np.array(local_rotation(obj, n).to_matrix()) for n in names])
     return dict(zip(names, np.degrees(ranges.rotation_excess(rotations))))
 
 

@@ -16,7 +16,7 @@ CCD does there), and the one-ulp limit overshoot of JT/SR (hence the 1e-12 slack
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pytest
@@ -163,16 +163,7 @@ def nearby_reaches(draw) -> Case:
     case = draw(cases())
     sk = case.problem.skeleton
     n = len(case.q0)
-    sk = Skeleton(
-        parent=sk.parent,
-        prismatic=sk.prismatic,
-        axis=sk.axis,
-        rest=sk.rest,
-        lower=np.full(n, -np.inf),
-        upper=np.full(n, np.inf),
-        mobility=np.ones(n),
-        base=sk.base,
-    )
+    sk = replace(sk, lower=np.full(n, -np.inf), upper=np.full(n, np.inf), mobility=np.ones(n))
     joint = draw(st.integers(0, n - 1))
     local = draw(vector)
     delta = np.array(draw(st.lists(st.floats(-0.1, 0.1), min_size=n, max_size=n)))

@@ -51,7 +51,7 @@ HERE = Path(__file__).resolve().parent
 if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
-from run_e2e import Checks, Exchange, Failure, X, blender_env, log_problems, run_all, stop
+from run_e2e import Checks, Exchange, Failure, X, blender_env, log_problems, quit_cleanly, run_all, stop
 
 ROOT = HERE.parents[1]
 MODES = ("cancel", "undo")
@@ -221,13 +221,8 @@ class Run:
         except subprocess.TimeoutExpired:
             code = None
         self.timings["total_s"] = time.time() - self.started
-        # Blender exits with 1 after any Esc press (WM_exit returns G.is_break), so after an Esc
-        # a clean quit is exit code 1 with "Blender quit" as its last words, but for Blender's
-        # report of memory blocks not freed at exit (printed as a note).
-        lines = self.log_path.read_text(errors="replace").strip().splitlines() if self.log_path.exists() else []
-        tail = [line for line in lines if not line.startswith("Error: Not freed memory blocks")][-1:]
-        clean = code == 0 or (escaped and code == 1 and tail == ["Blender quit"])
-        self.checks.add(clean, "Blender quit", f"exit code {code}" + (" (Esc was pressed)" if escaped else ""))
+        self.checks.add(quit_cleanly(code, self.log_path, escaped), "Blender quit",
+                        f"exit code {code}" + (" (Esc was pressed)" if escaped else ""))
         return result
 
     def close(self) -> None:

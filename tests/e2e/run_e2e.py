@@ -278,6 +278,15 @@ def blender_env(base: dict, workdir: Path) -> dict:
     return env
 
 
+def quit_cleanly(code, log_path: Path, escaped: bool) -> bool:
+    """Whether Blender quit cleanly. It exits with 1 after any Esc press (WM_exit returns
+    G.is_break), so after an Esc a clean quit is exit code 1 with "Blender quit" as its last
+    words, but for Blender's report of memory blocks not freed at exit (printed as a note)."""
+    lines = log_path.read_text(errors="replace").strip().splitlines() if log_path.exists() else []
+    tail = [line for line in lines if not line.startswith("Error: Not freed memory blocks")][-1:]
+    return code == 0 or (escaped and code == 1 and tail == ["Blender quit"])
+
+
 def log_problems(log_path: Path) -> tuple[list[str], list[str]]:
     """Python tracebacks (with the lines that follow) and 'Error:' lines in Blender's output."""
     if not log_path.exists():
@@ -505,14 +514,9 @@ def run_mode(mode: str, args, display: int, out_dir: Path) -> tuple[Checks, dict
         except subprocess.TimeoutExpired:
             code = None
         timings["total_s"] = time.time() - started
-        # Blender exits with 1 after any Esc press (WM_exit returns G.is_break), so after an Esc
-        # a clean quit is exit code 1 with "Blender quit" as its last words, but for Blender's
-        # report of memory blocks not freed at exit, which every mode prints as a note.
         escaped = mode == "cancel" and args.cancel_with == "Escape"
-        lines = log_path.read_text(errors="replace").strip().splitlines() if log_path.exists() else []
-        tail = [line for line in lines if not line.startswith("Error: Not freed memory blocks")][-1:]
-        clean = code == 0 or (escaped and code == 1 and tail == ["Blender quit"])
-        checks.add(clean, "Blender quit", f"exit code {code}" + (" (Esc was pressed)" if escaped else ""))
+        checks.add(quit_cleanly(code, log_path, escaped), "Blender quit",
+                   f"exit code {code}" + (" (Esc was pressed)" if escaped else ""))
         blender_checks(mode, args, result, checks, report)
     except Failure as error:
         checks.add(False, "run", str(error))
