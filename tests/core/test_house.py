@@ -25,3 +25,17 @@ def test_every_folder_of_the_blender_layer_says_what_it_may_import():
     for folder in folders:
         text = (folder / "__init__.py").read_text(encoding="utf-8")
         assert text.startswith('"""') and "May import" in text, folder.name
+
+
+LONGEST_CLASS = 210  # "about 200": a class past it holds more than one idea
+
+
+def test_no_class_past_about_200_lines():
+    import ast
+
+    long = []
+    for module in MODULES:
+        for node in ast.walk(ast.parse(module.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ClassDef) and node.end_lineno - node.lineno + 1 > LONGEST_CLASS:
+                long.append(f"{module.relative_to(PACKAGE)}: {node.name} ({node.end_lineno - node.lineno + 1} lines)")
+    assert not long, "split along their ideas: " + "; ".join(long)

@@ -1,4 +1,4 @@
-"""A bake's figures, measured where the user sees them: each baked frame's goals on the pose
+"""Step 5 of the bake, its figures, measured where the user sees them: each baked frame's goals on the pose
 Blender evaluates from the written action (constraints and drivers included), the eased
 frames against each pin's own place too, the worst frame recorded in ``last_solve`` and the
 missed frames listed."""
@@ -6,13 +6,12 @@ missed frames listed."""
 from __future__ import annotations
 
 import time
-import weakref
 
 import numpy as np
 
 from ...core import SolveResult
-from ..drag.solver import Figures, record
 from ..pins import goals as shaped_goals
+from ..pins.figures import Figures, record
 from ..pins.goals import describe, pin_bones
 from ..rig.evaluated import GoalSet, Measured, anchor_points, measure
 from ..rig.evaluated import slack as evaluated_slack
@@ -21,10 +20,11 @@ from .report import frame_ranges, list_misses
 
 
 class BakeMeasure:
-    """The figures of ``baker``'s bake: ``frames()`` measures, ``verify()`` records."""
+    """The figures of a bake (``plan``, its ``log`` of solved frames, and its ``samples``,
+    whose current tree reads the evaluated pose): ``frames()`` measures, ``verify()`` records."""
 
-    def __init__(self, baker):
-        self.baker = weakref.proxy(baker)  # the baker owns this step: no reference cycle
+    def __init__(self, plan, log, samples):
+        self.plan, self.log, self.samples = plan, log, samples
         self.own: dict[int, Measured] = {}  # the eased frames measured against the pins' own places
         self.worst: tuple[int, Measured] | None = None  # the worst frame, evaluated
         self.max_pin_error = 0.0  # [m] measured on the evaluated pose once the action is written
@@ -37,27 +37,27 @@ class BakeMeasure:
         """Each baked frame's goals measured on the pose Blender evaluates from the written
         action (constraints and drivers included): one evaluation per frame, the points read
         there, the distances of the frames with the same goals worked out together."""
-        scene, tolerance = self.baker.context.scene, self.baker.settings.tolerance
-        frames = sorted(self.baker.goal_log)
+        scene, tolerance = self.plan.context.scene, self.plan.settings.tolerance
+        frames = sorted(self.log.goals)
         evaluated, shaped, shaped_own = {}, {}, {}
         for frame in frames:
-            bones, anchors = self.baker.goal_log[frame][:2]
+            bones, anchors = self.log.goals[frame][:2]
             scene.frame_set(frame)  # the action as written
-            evaluated[frame] = anchor_points(self.baker.obj, bones, anchors)
-            entries = self.baker.shaped_log.get(frame, ([], None))[0]
+            evaluated[frame] = anchor_points(self.plan.obj, bones, anchors)
+            entries = self.log.shaped.get(frame, ([], None))[0]
             if entries:
                 shaped[frame] = self._shaped_measure(frame, entries, tolerance)
-            own_entries = self.baker.eased_log[frame][1] if frame in self.baker.eased_log else []
+            own_entries = self.log.eased[frame][1] if frame in self.log.eased else []
             if own_entries:
                 shaped_own[frame] = self._shaped_measure(frame, own_entries, tolerance)
         groups: dict[tuple, list[int]] = {}
         for frame in frames:
-            bones, anchors, _, weights, _ = self.baker.goal_log[frame]
+            bones, anchors, _, weights, _ = self.log.goals[frame]
             groups.setdefault((tuple(bones), tuple(anchors), tuple(weights)), []).append(frame)
         out = {}
         for (bones, anchors, weights), members in groups.items():
             goals = GoalSet(list(bones) * len(members), np.tile(anchors, len(members)),
-                            np.vstack([self.baker.goal_log[f][2] for f in members]), np.tile(weights, len(members)))
+                            np.vstack([self.log.goals[f][2] for f in members]), np.tile(weights, len(members)))
             measured = measure(goals, np.vstack([evaluated[f] for f in members]), tolerance)
             for i, frame in enumerate(members):
                 part = slice(i * len(bones), (i + 1) * len(bones))
@@ -66,28 +66,28 @@ class BakeMeasure:
             out[frame] = self._with_shaped(out[frame], part)
         # The eased frames again, against each pin's own place: what a user reads as the pin.
         self.own = {}
-        for frame, (targets, _) in self.baker.eased_log.items():
+        for frame, (targets, _) in self.log.eased.items():
             if frame not in out:
                 continue
-            bones, anchors, _, weights, _ = self.baker.goal_log[frame]
+            bones, anchors, _, weights, _ = self.log.goals[frame]
             own = measure(GoalSet(list(bones), np.asarray(anchors, dtype=float), targets,
                                   np.asarray(weights, dtype=float)), evaluated[frame], tolerance)
             self.own[frame] = self._with_shaped(own, shaped_own[frame]) if frame in shaped_own else own
         return out
 
     def shaped_goals(self, model: RigModel, frame: int, entries: list | None = None) -> list:
-        logged, support = self.baker.shaped_log.get(frame, ([], None))
+        logged, support = self.log.shaped.get(frame, ([], None))
         entries = logged if entries is None else entries
         kin = model.skeleton.forward(model.q0) if entries else None
-        return [shaped_goals.build(self.baker.obj, model, kin, pin, priority, support, **fields)
+        return [shaped_goals.build(self.plan.obj, model, kin, pin, priority, support, **fields)
                 for pin, fields, priority in entries]
 
     def _shaped_measure(self, frame: int, entries: list, tolerance: float) -> Measured:
         """The other kinds' pins of ``frame`` (``entries``) measured on the evaluated pose."""
-        model = self.baker.model
+        model = self.samples.tree.model
         built = self.shaped_goals(model, frame, entries)
-        names = sorted({n for pin, *_ in entries for n in pin_bones(self.baker.obj, pin) if n in model.bones})
-        kin = shaped_goals.evaluated_kinematics(self.baker.obj, model, model.q0, names)
+        names = sorted({n for pin, *_ in entries for n in pin_bones(self.plan.obj, pin) if n in model.bones})
+        kin = shaped_goals.evaluated_kinematics(self.plan.obj, model, model.q0, names)
         errors = shaped_goals.goal_errors(built, kin)
         places = np.array([pin.location for pin, *_ in entries]).reshape(-1, 3)
         met = errors <= tolerance + evaluated_slack(places)
@@ -97,7 +97,7 @@ class BakeMeasure:
     def _with_shaped(self, measured: Measured, shaped: Measured) -> Measured:
         """``measured`` (the position pins, then the edit) with the other kinds' pins
         (``shaped``) in the order of ``goal_names``: before the edit."""
-        cut = len(measured.errors) - (1 if self.baker.edit is not None else 0)
+        cut = len(measured.errors) - (1 if self.plan.edit is not None else 0)
 
         def insert(a, b):
             return np.concatenate([a[:cut], b, a[cut:]])
@@ -107,16 +107,16 @@ class BakeMeasure:
 
     def goal_names(self, frame: int) -> list[str]:
         """How the figures name each goal of a frame, in the order ``measure_frames`` gives."""
-        bones = list(self.baker.goal_log[frame][0])
-        cut = len(bones) - (1 if self.baker.edit is not None else 0)
-        shaped = [describe(pin) for pin, *_ in self.baker.shaped_log.get(frame, ([], None))[0]]
+        bones = list(self.log.goals[frame][0])
+        cut = len(bones) - (1 if self.plan.edit is not None else 0)
+        shaped = [describe(pin) for pin, *_ in self.log.shaped.get(frame, ([], None))[0]]
         return bones[:cut] + shaped + bones[cut:]
 
     def verify(self, measured: dict[int, Measured] | None = None) -> None:
         """Record the worst frame's figures, measured on the evaluated pose (``measured``: the
         measurements already taken of the action as written)."""
         measured = self.frames() if measured is None else measured
-        pins = slice(None, -1 if self.baker.edit is not None else None)  # the pins' entries, not the edit's
+        pins = slice(None, -1 if self.plan.edit is not None else None)  # the pins' entries, not the edit's
         self.worst, self.max_pin_error, self.eased_pin_error = None, 0.0, 0.0
         for frame, asked in measured.items():
             m = self.own.get(frame, asked)  # each pin against its own place
@@ -126,14 +126,14 @@ class BakeMeasure:
             if self.worst is None or worst > self.max_pin_error:
                 self.worst, self.max_pin_error = (frame, m), worst
         self.misses = self._misses(measured)
-        list_misses(self.baker.settings, self.misses)
+        list_misses(self.plan.settings, self.misses)
         if self.misses:  # the figures' frame: the largest miss of any goal (an edit's too)
             frame = max(self.misses, key=lambda miss: miss[2])[0]
             self.worst = (frame, self.own.get(frame, measured[frame]))
         if self.worst is not None:
             # An edit's own figure is its error where it holds in full: on the edited frame
             # (elsewhere its target is the blend the edit asks for).
-            edited = measured.get(self.baker.edit.frame) if self.baker.edit is not None else None
+            edited = measured.get(self.plan.edit.frame) if self.plan.edit is not None else None
             self._record(float(edited.errors[-1]) if edited is not None else None)
 
     def _misses(self, measured: dict[int, Measured]) -> list[tuple]:
@@ -154,20 +154,20 @@ class BakeMeasure:
     def eased_note(self) -> str:
         """Where the goals were eased toward the animation, in words: '... over 10 frames at the
         range start (frames 101-110) ...'; empty when nothing was."""
-        if not self.baker.eased_log:
+        if not self.log.eased:
             return ""
-        first, last = self.baker.frames[0], self.baker.frames[-1]
+        first, last = self.plan.frames[0], self.plan.frames[-1]
         middle = (first + last) / 2.0
         ends = []
-        for name, part in (("start", [f for f in self.baker.eased_log if f <= middle]),
-                           ("end", [f for f in self.baker.eased_log if f > middle])):
+        for name, part in (("start", [f for f in self.log.eased if f <= middle]),
+                           ("end", [f for f in self.log.eased if f > middle])):
             if part:
                 ends.append(f"{len(part)} frame(s) at the range {name} ({frame_ranges(part)})")
         return "goals eased toward the animation, which goes on past the range, over " + " and ".join(ends)
 
     def _record(self, edit_error: float | None = None) -> None:
         frame, measured = self.worst
-        iterations = self.baker.goal_log[frame][4]
+        iterations = self.log.goals[frame][4]
         bones = self.goal_names(frame)
         missed = [i for i in range(len(bones)) if measured.counted[i] and not measured.met[i]]
         message = ""
@@ -183,11 +183,11 @@ class BakeMeasure:
                            f"(evaluated); {self.eased_note()}: against the eased goals "
                            f"{self.eased_pin_error * 1000:.2f} mm. Off its location on {len(self.misses)} frame(s): "
                            f"{frame_ranges([f for f, *_ in self.misses])}")
-        edit = self.baker.edit is not None
-        record(self.baker.settings.last_solve, Figures(
+        edit = self.plan.edit is not None
+        record(self.plan.settings.last_solve, Figures(
             SolveResult(np.zeros(0), iterations, measured.errors, measured.converged),
             drag_error=(float(measured.errors[-1]) if edit_error is None else edit_error) if edit else 0.0,
             max_pin_error=self.max_pin_error,
-            milliseconds=1000.0 * (time.perf_counter() - self.baker.started), converged=measured.converged,
-            message=message, eased_pin_error=self.eased_pin_error if self.baker.eased_log else None,
-            eased_frames=len(self.baker.eased_log)))
+            milliseconds=1000.0 * (time.perf_counter() - self.plan.started), converged=measured.converged,
+            message=message, eased_pin_error=self.eased_pin_error if self.log.eased else None,
+            eased_frames=len(self.log.eased)))

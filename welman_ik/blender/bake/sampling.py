@@ -1,12 +1,18 @@
-"""Sampling a clip: the pose the animation gives on a frame, put onto the pose bones'
-channels, by evaluating the action's F-curves in bulk where that is all there is, else by
-a scene frame change (NLA, drivers, constraints: as Blender evaluates it)."""
+"""Step 1 of the bake, sampling the clip: the pose the animation gives on a frame, put onto
+the pose bones' channels (by evaluating the action's F-curves in bulk where that is all
+there is, else by a scene frame change: NLA, drivers, constraints, as Blender evaluates
+it), and read into the hinge tree as that frame's joint values and kinematics (``Sample``).
+Each frame is sampled once, in order: the solve of a frame starts from the last one's."""
 
 from __future__ import annotations
+
+from typing import NamedTuple
 
 import numpy as np
 
 from ..rig import keyframes
+from ..rig.model import RigModel
+from .tree import Tree
 
 
 def direct_sampling(obj) -> bool:
@@ -72,3 +78,37 @@ class Sampler:
             pose_bones.foreach_get(prop, buffer)
             buffer[places] = [curve.evaluate(frame) for curve in curves]
             pose_bones.foreach_set(prop, buffer)
+
+
+class Sample(NamedTuple):
+    """A frame's animated pose: the tree it fits, its joint values and their kinematics."""
+
+    frame: int
+    tree: Tree
+    q0: np.ndarray
+    animated: object  # Kinematics of ``q0``
+
+
+class ClipSampler:
+    """The samples of a bake's frames (``plan``: the bones and joints the tree holds). One
+    tree serves every frame its animated pose fits; a new one is built where it does not
+    (a scale, an unconnected bone's location or a driven orientation changed)."""
+
+    def __init__(self, plan, direct: bool | None = None):
+        self.plan = plan
+        self.sampler = Sampler(plan.context.scene, plan.obj, plan.chains, direct)
+        self.trees: list[Tree] = []
+
+    @property
+    def tree(self) -> Tree | None:
+        return self.trees[-1] if self.trees else None
+
+    def at(self, frame: int) -> Sample:
+        """The animated pose on ``frame``, put on the bones and read into the tree."""
+        self.sampler.apply(frame)
+        tree = self.tree
+        if tree is None or not tree.model.refresh():
+            tree = Tree(RigModel(self.plan.obj, self.plan.names, self.plan.movable))
+            self.trees.append(tree)
+        model = tree.model
+        return Sample(frame, tree, model.q0, model.skeleton.forward(model.q0))

@@ -11,12 +11,13 @@ import time
 
 import numpy as np
 
+from ..pins.figures import Figures, record
 from ..pins.records import add_pin, fields_of, pin_records
 from ..rig import keyframes
 from ..rig.channels import PoseSnapshot
 from ..rig.model import RigError
 from ..rig.properties import SOLVER_ITEMS
-from .solver import DragSolver, Figures, move_pins_to_bone, record
+from .solver import DragSolver, move_pins_to_bone
 from .state import EVENT_BUDGET
 
 LAST_SOLVE = ("iterations", "drag_error", "max_pin_error", "milliseconds", "converged")

@@ -5,15 +5,15 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
-from dataclasses import dataclass
 
 import numpy as np
 
 from ...core import SOLVERS, PositionGoal, Problem, SolveResult
+from ..pins.checks import REACH_FACTOR, check_goal_bones, check_goal_point, check_pin_bones, rig_reach
+from ..pins.figures import Figures, record, worst_miss
 from ..pins.goals import (
     POINT_KINDS,
     SHAPED_KINDS,
-    SOLVABLE_PIN_KINDS,
     ShapedPins,
     check_numbers,
     check_pin,
@@ -22,14 +22,12 @@ from ..pins.goals import (
     pin_bones,
     support_points,
 )
-from ..rig import body, driven, keyframes
+from ..pins.setup import MOVED_WITH_DRAG, active_pins, movable_bones, preferred_pose, translating_bones
+from ..rig import body, keyframes
 from ..rig.evaluated import FLOAT32_SLACK, GoalSet, Measured, anchor_points
 from ..rig.evaluated import measure as evaluated_measure
 from ..rig.evaluated import slack as evaluated_slack
-from ..rig.model import RigError, RigModel, chain_to_root
-
-MOVED_WITH_DRAG = frozenset({"POSITION", "POSE"})  # the dragged bone's pins that move to where it ends
-REACH_FACTOR = 1000.0  # goals farther than this many times the armature's size are refused
+from ..rig.model import RigError, RigModel
 
 
 def anchor_world(obj, pose_bone, anchor: float) -> np.ndarray:
@@ -37,20 +35,8 @@ def anchor_world(obj, pose_bone, anchor: float) -> np.ndarray:
     return anchor_points(obj, [pose_bone.name], [anchor])[0]
 
 
-def active_pins(settings, exclude: str = ""):
-    """Enabled pins the solver can hold, except the position and pose pins on bone
-    ``exclude`` (the dragged bone: they would hold it where the drag moves it from). Its
-    other pins stay: a dragged hand keeps its orientation, slides along its line or plane,
-    keeps within its region, or brings the bone it is held together with along."""
-    return [p for p in settings.pins
-            if p.enabled and p.kind in SOLVABLE_PIN_KINDS and not (p.bone == exclude and p.kind in MOVED_WITH_DRAG)]
 
 
-def check_pin_bones(obj, pins) -> None:
-    """Refuse pins whose bone was renamed or deleted."""
-    gone = [name for name in held_bones(pins) if name not in obj.pose.bones]
-    if gone:
-        raise RigError(f"A pin holds bone '{gone[0]}', which no longer exists; unpin or clear it")
 
 
 def move_pins_to_bone(context, obj, bone: str) -> None:
@@ -66,66 +52,14 @@ def move_pins_to_bone(context, obj, bone: str) -> None:
                 p.rotation = (obj.matrix_world @ pose_bone.matrix).to_quaternion().normalized()
 
 
-def movable_bones(obj, bone: str, chain_length: int, keep_root: bool = False):
-    """Names the solver may move: None for the whole body, else the dragged bone and its
-    ``chain_length - 1`` nearest ancestors; ``keep_root``: never a root bone."""
-    if chain_length <= 0:
-        names = None if not keep_root else [pb.name for pb in obj.pose.bones]
-    else:
-        names = [pb.name for pb in chain_to_root(obj.pose.bones[bone])[:chain_length]]
-    return names if not keep_root else [n for n in names if obj.pose.bones[n].parent is not None]
 
 
-@dataclass
-class Figures:
-    """One solve's figures. ``result`` is the model's; the errors, ``converged`` and
-    ``message`` are measured on the pose Blender evaluated after the write-back."""
-
-    result: SolveResult
-    drag_error: float
-    max_pin_error: float
-    milliseconds: float
-    converged: bool = False
-    message: str = ""
-    eased_pin_error: float | None = None  # against eased goals (a bake near an open range end); None: not eased
-    eased_frames: int = 0
 
 
-def record(last_solve, figures: Figures) -> None:
-    """Store a solve's figures in the armature's ``last_solve`` group."""
-    last_solve.iterations = figures.result.iterations
-    last_solve.drag_error = figures.drag_error
-    last_solve.max_pin_error = figures.max_pin_error
-    last_solve.milliseconds = figures.milliseconds
-    last_solve.converged = figures.converged
-    last_solve.message = figures.message
-    last_solve.eased_pin_error = figures.max_pin_error if figures.eased_pin_error is None else figures.eased_pin_error
-    last_solve.eased_frames = figures.eased_frames
 
 
-def rig_reach(obj) -> tuple[np.ndarray, float]:
-    """(centre, bound) [m, world]: goals farther than ``bound`` from ``centre`` are refused
-    as absurd: ``REACH_FACTOR`` times the size of the posed armature."""
-    world = np.array(obj.matrix_world, dtype=float)
-    n = len(obj.pose.bones)
-    points = np.empty((2 * n, 3), dtype=np.float32)
-    obj.pose.bones.foreach_get("head", points[:n].ravel())
-    obj.pose.bones.foreach_get("tail", points[n:].ravel())
-    points = points.astype(float) @ world[:3, :3].T + world[:3, 3]
-    low, high = points.min(axis=0), points.max(axis=0)
-    return 0.5 * (low + high), REACH_FACTOR * max(float(np.linalg.norm(high - low)), 1e-3)
 
 
-def check_goal_point(what: str, point, reach: tuple[np.ndarray, float]) -> np.ndarray:
-    """A world goal point, refused when not finite or absurdly far from the armature."""
-    point = np.asarray(point, dtype=float).reshape(3)
-    if not np.all(np.isfinite(point)):
-        raise RigError(f"{what} is not a number (NaN or infinite)")
-    centre, bound = reach
-    if np.linalg.norm(point - centre) > bound:
-        raise RigError(f"{what} is {np.linalg.norm(point - centre):.3g} m from the armature, more than "
-                       f"{REACH_FACTOR:g} times its size ({bound:.3g} m); is it a typo?")
-    return point
 
 
 CLOSE_ROUNDS = 12  # evaluate-and-correct rounds of a scripted drag or a confirm
@@ -336,19 +270,8 @@ class DragSolver:
         return figures
 
 
-def preferred_pose(reference: str, start: np.ndarray) -> np.ndarray | None:
-    """The joint values the solver keeps the free joints near: the start pose, the rest
-    pose (every joint at 0: each hinge measures its angle from rest, each slide its
-    location), or none."""
-    if reference == "START":
-        return start.copy()
-    if reference == "REST":
-        return np.zeros_like(start)
-    return None
 
 
-def worst_miss(figures: Figures) -> float:
-    return max(figures.drag_error, figures.max_pin_error)
 
 
 def explain(solver: DragSolver, result: SolveResult, measured, shaped: Measured | None = None) -> str:
@@ -389,25 +312,8 @@ def explain(solver: DragSolver, result: SolveResult, measured, shaped: Measured 
     return "; ".join(parts) + (f"; and {more} more" if more > 0 else "")
 
 
-def check_goal_bones(obj, dragged: str | None, pinned, translating=()) -> None:
-    """Refuse a drag or a pin on a bone the rig drives (constraints, IK chains, drivers): the
-    solver cannot hold it there. The message names the bone, what drives it and the control
-    to drag instead. A dragged bone in ``translating`` (its head dragged: its rotation does
-    not move it) may be driven in rotation alone."""
-    names = ([dragged] if dragged else []) + [n for n in pinned if n != dragged]
-    for name, found in driven.drives(obj, names).items():
-        if name == dragged and name in translating and not found.location:
-            continue
-        raise RigError(found.message("drag" if name == dragged else "pin"))
 
 
-def translating_bones(obj, bone: str) -> set[str]:
-    """The dragged bone translates, as Blender's grab does, when it is not connected to its
-    parent and its location is not locked (the root bone always has its slides)."""
-    pb = obj.pose.bones[bone]
-    if pb.parent is not None and not pb.bone.use_connect and not all(pb.lock_location):
-        return {bone}
-    return set()
 
 
 RUN_TOLERANCE = 1e-5  # [rad, m] a pose read back within this of what the last drag left is that pose

@@ -24,18 +24,13 @@ from ...core.threads import single_threaded
 from . import driven
 from .channels import (
     AXES,
-    EULER_ORDERS,
-    ROTATION_VALUES,
-    BoneChannels,
-    PoseArrays,
     bone_euler,
     bone_order,
     bone_quaternion,
-    order_axes,
-    rotation_path,
 )
 from .joints import BoneJoints, Carriers, fixed_channels, inherited_scale, rel_linear_before
 from .joints import as_array as _np
+from .writeback import WriteBack
 
 
 class RigError(ValueError):
@@ -104,16 +99,7 @@ class RigModel:
             mobility=np.array(tree["mobility"]), base=world, inherits=np.array(tree["inherits"]),
         )
         self.declared_ranges = self._declared_ranges()
-        # For the bulk write-back: each bone's row in ``pose.bones``, its joints (the hinges in
-        # AXES order, then the slides, or a joint one past the last, which reads as 0) and
-        # the axes of its hinges' Euler order.
-        row = {pb.name: i for i, pb in enumerate(pose_bones)}  # ``find`` is a linear search
-        self._rows = np.array([row[name] for name in self.bones], dtype=np.intp)
-        none = [self.skeleton.size] * 3
-        self._joints = np.array([[*(b.hinges[a] for a in AXES), *((b.slides[a] for a in AXES) if b.slides else none)]
-                                 for b in self.bones.values()], dtype=np.intp).reshape(-1, 6)
-        self._axes = order_axes([b.order for b in self.bones.values()])
-        self._names = list(self.bones)
+        self.back = WriteBack(obj, self.bones, self.skeleton.size)  # the way back to the pose bones
         self._start(self._read())
 
     def _declared_ranges(self) -> SphericalRanges | None:
@@ -165,17 +151,7 @@ class RigModel:
     def _start(self, q: np.ndarray) -> None:
         """Take joint values ``q`` (what the pose bones hold) as the start of a solve."""
         self.q0 = q
-        self._at_start = self._held = self._values(q)  # by bone: at the start, and as the pose bones hold them
-        pose_bones = self.object.pose.bones
-        pose = PoseArrays(pose_bones)
-        self._originals = {channel: pose[channel][self._rows] for channel in BoneChannels.CHANNELS}
-        rows = zip(*(values.tolist() for values in self._originals.values()))
-        self.originals = {name: BoneChannels(values=tuple(map(tuple, row))) for name, row in zip(self.bones, rows)}
-        modes = [pose_bones[name].rotation_mode for name in self.bones]
-        self._paths = np.array([rotation_path(mode) for mode in modes], dtype=str)
-        self._by_path = {path: self._paths == path for path in ROTATION_VALUES if path in self._paths}
-        # An Euler bone's own order (the others': their hinges').
-        self._mode_axes = order_axes([m if m in EULER_ORDERS else b.order for m, b in zip(modes, self.bones.values())])
+        self.originals = self.back.start(q)  # each bone's channels as read
         # A bone posed past its limits by hand is not snapped back; it may only move back
         # toward them.
         lower, upper = np.minimum(self.limits[0], q), np.maximum(self.limits[1], q)
@@ -226,74 +202,24 @@ class RigModel:
         joint = self.bones[name].frame_joint
         return bool(np.any(sk.ancestors[joint] & (sk.mobility > 0.0)))
 
-    # -- writing back ----------------------------------------------------------------
-
-    def _values(self, q: np.ndarray) -> np.ndarray:
-        """Each bone's joint values (n, 6): its hinges in AXES order, then its slides (0 when
-        it has none)."""
-        return np.append(q, 0.0)[self._joints]
+    # -- writing back (``WriteBack``) ----------------------------------------------------
 
     def moved(self, q: np.ndarray) -> list[str]:
         """Names of the bones whose joint values in ``q`` differ from the start."""
-        moved = np.any(self._values(q) != self._at_start, axis=1)
-        return [self._names[i] for i in np.flatnonzero(moved)]
+        return self.back.moved(q)
 
     def translated(self, names) -> set[str]:
         """Of ``names``, the bones whose location channels are joints (to key them too)."""
         return {n for n in names if self.bones[n].slides}
 
-    def _rotations(self, turned: np.ndarray, angles: np.ndarray, pose: PoseArrays) -> dict[str, tuple]:
-        """The rotation channels of the bones ``turned`` (n,) bool turned to their hinge
-        ``angles`` (n, 3), each in its own mode, continuous with the values ``pose`` holds:
-        data path -> (bones (n,) bool, values)."""
-        out = {}
-        for path, kept in self._by_path.items():
-            which = turned & kept
-            if which.any():
-                out[path] = which, ROTATION_VALUES[path](angles[which], self._axes[which], self._mode_axes[which],
-                                                         pose[path][self._rows[which]])
-        return out
-
     def write(self, q: np.ndarray) -> list[str]:
-        """Put joint values q onto the pose bones, each in its own rotation mode.
-
-        Bones whose values differ from the last written are written (a bone back at its
-        start values gets its original channels back exactly); returns the names of the
-        bones that differ from the start.
-        """
-        now = self._values(q)
-        moved = np.any(now != self._at_start, axis=1)
-        changed = now != self._held
-        back = changed.any(axis=1) & ~moved
-        pose = PoseArrays(self.object.pose.bones)
-        if back.any():
-            for channel, values in self._originals.items():
-                pose.set(channel, self._rows[back], values[back])
-        slid = changed[:, 3:].any(axis=1) & moved
-        if slid.any():
-            pose.set("location", self._rows[slid], now[slid, 3:])
-        for path, (which, values) in self._rotations(changed[:, :3].any(axis=1) & moved, now[:, :3], pose).items():
-            pose.set(path, self._rows[which], values)
-        if pose.flush():
-            self.object.update_tag(refresh={"DATA"})  # what setting a channel through RNA tags
-        self._held = now
-        return [self._names[i] for i in np.flatnonzero(moved)]
+        """Put joint values ``q`` onto the pose bones (``WriteBack.write``); returns the
+        names of the bones that differ from the start."""
+        return self.back.write(q)
 
     def channels(self, q: np.ndarray) -> dict[str, tuple]:
-        """What ``write(q)`` would put on each bone, without touching the pose bones:
-        name -> (rotation data path, rotation values, location or None for a non-root)."""
-        now = self._values(q)
-        turned = np.any(now[:, :3] != self._at_start[:, :3], axis=1)
-        slid = np.any(now[:, 3:] != self._at_start[:, 3:], axis=1)
-        rotations = {path: self._originals[path].astype(float) for path in ROTATION_VALUES}
-        for path, (which, values) in self._rotations(turned, now[:, :3], PoseArrays(self.object.pose.bones)).items():
-            rotations[path][which] = values
-        locations = np.where(slid[:, None], now[:, 3:], self._originals["location"])
-        out = {}
-        for i, (name, b) in enumerate(self.bones.items()):
-            path = str(self._paths[i])
-            out[name] = (path, tuple(rotations[path][i].tolist()), tuple(locations[i].tolist()) if b.slides else None)
-        return out
+        """What ``write(q)`` would put on each bone, without touching the pose bones."""
+        return self.back.channels(q)
 
 
 def build_tree(obj, ordered, carriers: Carriers, held: set, turned: set, movable_names, translating, fixed_roots: bool,

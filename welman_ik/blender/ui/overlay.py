@@ -197,7 +197,13 @@ def register() -> None:
 
 def unregister() -> None:
     global _handle
-    if _handle is not None:
-        bpy.types.SpaceView3D.draw_handler_remove(_handle, "WINDOW")
-        _handle = None
     DRAG_STATE.session = None
+    # The gpu batches and shaders first, while the GPU module is there to free them: at exit
+    # Blender may have torn down its types already (the handler's removal below then fails),
+    # and a class attribute would outlive the GPU module (Blender reports memory not freed).
+    Cache.key, Cache.parts, Cache.batches = None, {}, None
+    Shaders.plain = Shaders.lines = Shaders.points = None
+    Shaders.looked_up = False
+    if _handle is not None:
+        handle, _handle = _handle, None
+        bpy.types.SpaceView3D.draw_handler_remove(handle, "WINDOW")

@@ -1,0 +1,42 @@
+"""Closing the loop after the keys are written: where constraints, drivers or NLA move a
+goal's bone off its goal in the pose Blender evaluates, those frames are solved again from
+the written pose and written again, while frames still miss."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...core import SOLVERS, PositionGoal, Problem
+from ..pins.setup import preferred_pose
+from ..rig.evaluated import Measured
+from .keys import write_keys
+
+CORRECTION_PASSES = 4  # re-solves of the frames the evaluated pose misses (constrained rigs)
+
+
+def close_loop(plan, log, samples, measure, results: dict) -> dict[int, Measured]:
+    """Solve the frames the evaluated pose misses again from the baked pose, with the tree
+    built there (so it holds the driven orientations as Blender evaluated them), and write
+    them again into ``results`` and the action: at most ``CORRECTION_PASSES`` times, while
+    frames still miss. Returns the last measurements."""
+    s = plan.settings
+    for _ in range(CORRECTION_PASSES):
+        measured = measure.frames()
+        missed = [frame for frame, m in measured.items() if not m.converged]
+        if not missed:
+            return measured
+        for frame in missed:
+            model = samples.at(frame).tree.model  # the baked pose: the scene samples the written action
+            bones, anchors, targets, weights, _ = log.goals[frame]
+            goals = [PositionGoal(*model.anchor_local(bone, anchor), target, weight=weight, priority=priority)
+                     for bone, anchor, target, weight, priority
+                     in zip(bones, anchors, targets, weights, log.priorities[frame])]
+            goals += measure.shaped_goals(model, frame)
+            problem = Problem(model.skeleton, goals, tolerance=s.tolerance, max_iterations=s.max_iterations,
+                              damping=s.damping, reference=preferred_pose(s.reference, model.q0),
+                              reference_weight=s.reference_weight, ranges=model.ranges)
+            result = SOLVERS[s.solver](problem, model.q0)
+            if np.all(np.isfinite(result.q)):
+                results[frame] = model.channels(result.q)
+        write_keys(plan.obj, results)
+    return measure.frames()

@@ -1,0 +1,52 @@
+"""What the bake keeps of each solved frame for the steps after the solve: the goals it was
+solved for (to measure the written action against, and to solve again where the evaluated
+pose misses), what eased goals asked for on their own, and the solution itself (for the
+plants' ease-in)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..pins.goals import SHAPED_KINDS
+from .frames import is_eased
+from .goals import FrameGoals
+from .solve import Solved
+
+
+class BakeLog:
+    """Per frame: ``goals`` (bones, anchors, targets, weights, iterations) of the position
+    goals, ``priorities``, ``shaped`` ([(pin, fields, priority)], support) of the other
+    kinds, ``eased`` (each position goal's own target, the other kinds' own entries) where
+    the goals were eased toward the animation, and ``solved``."""
+
+    def __init__(self, plan):
+        self.plan = plan
+        self.goals: dict[int, tuple] = {}
+        self.priorities: dict[int, tuple] = {}
+        self.shaped: dict[int, tuple] = {}
+        self.eased: dict[int, tuple[np.ndarray, list]] = {}
+        self.solved: dict[int, Solved] = {}
+        self.bones: set[str] = set()  # every bone a solve has written
+
+    def add(self, goals: FrameGoals, solved: Solved, bones) -> None:
+        frame, plan = goals.frame, self.plan
+        self.solved[frame] = solved
+        self.bones.update(bones)
+        if not (goals.log or goals.shaped):
+            return
+        pin_priority = plan.priorities[0]
+        log = goals.log
+        names, anchors, targets, weights, priorities = zip(*log) if log else ((), (), (), (), ())
+        self.goals[frame] = (list(names), anchors, np.array(targets).reshape(-1, 3), weights,
+                             solved.result.iterations)
+        self.priorities[frame] = priorities
+        self.shaped[frame] = ([(pin, fields, pin_priority) for pin, fields in goals.shaped], goals.support)
+        eased = {pin.as_pointer() for pin, _ in goals.in_force if is_eased(pin, goals.share)}
+        if eased:
+            # What each pin asks for on its own, to measure the eased frame against too.
+            own = [plan.fixed_goals[plan.pin_index[pin.as_pointer()]] if pin.as_pointer() in eased else target
+                   for pin, target in goals.in_force if pin.kind not in SHAPED_KINDS]
+            own += [log[-1][2]] if plan.edit is not None else []
+            self.eased[frame] = (np.array(own, dtype=float).reshape(-1, 3),
+                                 [(pin, {} if pin.as_pointer() in eased else fields, pin_priority)
+                                  for pin, fields in goals.shaped])

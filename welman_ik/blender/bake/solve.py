@@ -1,0 +1,99 @@
+"""Step 3 of the bake, solving the frames: each frame's goals solved from its animated pose,
+in order, since each frame hands the next its corrections (``carry.Continuity``) and where
+it left the roots' path. A frame the animation already holds is left as it is; under
+'FOLLOW' the roots stay on their path where that holds every pin, and leave it only as far
+as a pin needs otherwise."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import NamedTuple
+
+import numpy as np
+
+from ...core import SOLVERS, Problem, SolveResult
+from ...core.problem import goal_errors
+from ..pins.setup import preferred_pose
+from ..rig.model import RigError
+from .carry import Continuity
+from .goals import FrameGoals, off_path, path_goals
+
+
+class Solved(NamedTuple):
+    """A frame's solution: its animated and solved joint values, the solve's outcome, and the
+    joints that steer a goal (left as solved when the plants ease in)."""
+
+    layout: tuple
+    q0: np.ndarray
+    q: np.ndarray
+    result: SolveResult
+    steering: np.ndarray
+
+
+class FrameSolver:
+    """Solves the frames of ``plan`` one after another (what the last frame hands on kept here)."""
+
+    def __init__(self, plan):
+        self.plan = plan
+        self.continuity = Continuity()
+        self.root_off: dict[tuple[str, float], np.ndarray] = {}  # how far the last frame left the roots' path
+
+    def solve(self, sample, goals: FrameGoals) -> Solved:
+        tree, s = sample.tree, self.plan.settings
+        model = tree.model
+        moving = tree.moving(goals.key, goals.goals)
+        q_start, start = self.continuity.carry(model, tree.layout, moving, goals.share, s.motion_falloff, s.solver)
+        # The preferred pose of a bake is each frame's own animated pose, with the correction
+        # carried over from the last frame (or easing off after a pin's end). The solve starts
+        # there, or where the corrections of the last frames lead (``Continuity.carry``).
+        problem = Problem(model.skeleton, goals.goals, tolerance=s.tolerance, max_iterations=s.max_iterations,
+                          damping=s.damping, reference=preferred_pose(s.reference, q_start),
+                          reference_weight=s.reference_weight, ranges=model.ranges)
+        result = self._met(problem, start, sample)
+        if result is None:
+            result = self._on_path(tree, sample.q0, problem, start, goals.path)
+        if result is None:
+            if goals.path and goals.goals:
+                problem = dataclasses.replace(problem, goals=goals.goals + path_goals(
+                    tree, sample.animated, goals.path, goals.goals, goals.share, self.root_off))
+            result = SOLVERS[s.solver](problem, start)
+        if not np.all(np.isfinite(result.q)):
+            raise RigError(f"The solver failed on frame {sample.frame} (non-finite result)")
+        q0, q = sample.q0.copy(), result.q.copy()
+        self.continuity.solved(tree.layout, q0, q, result.converged)
+        self.root_off = off_path(tree, q0, q, goals.path)
+        return Solved(tree.layout, q0, q, result, tree.steering(goals.steered(self.plan.obj)))
+
+    def _met(self, problem: Problem, start: np.ndarray, sample) -> SolveResult | None:
+        """Where nothing is carried over and the animated pose already meets every goal (the
+        pins, and the roots' path: the roots are on it), the frame as it is: a solve that
+        keeps to where it starts would end there."""
+        q0 = sample.q0
+        if self.root_off or not np.array_equal(start, q0) or (
+                problem.reference is not None and not np.array_equal(problem.reference, q0)):
+            return None
+        errors = goal_errors(problem.goals, sample.animated)
+        if not np.all(errors <= problem.tolerance):
+            return None
+        return SolveResult(q=q0.copy(), iterations=0, errors=errors, converged=True)
+
+    def _on_path(self, tree, q0: np.ndarray, problem: Problem, start: np.ndarray, path: dict):
+        """Under 'FOLLOW': the frame solved with the roots held exactly on their path, when
+        that holds every pin (the path's goals are then met exactly, and the solve has fewer
+        joints and goals); None when it does not. The SR inverse, which holds the path in the
+        pins' null space itself, tries it only where the last frame held every goal with the
+        roots on the path: where the last frame left the path the roots glide back to it,
+        and a goal out of reach stays so with the roots held."""
+        if not path or not problem.goals:
+            return None
+        solver = self.plan.settings.solver
+        if solver == "SR_INVERSE" and (not self.continuity.held or any(
+                float(np.linalg.norm(off)) > problem.tolerance for off in self.root_off.values())):
+            return None
+        roots = tree.root_joints()
+        active = np.ones(tree.model.skeleton.size, dtype=bool)
+        active[roots] = False
+        start = start.copy()
+        start[roots] = q0[roots]
+        result = SOLVERS[solver](dataclasses.replace(problem, active=active), start)
+        return result if result.converged else None
