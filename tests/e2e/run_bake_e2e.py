@@ -51,7 +51,7 @@ HERE = Path(__file__).resolve().parent
 if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
-from run_e2e import Checks, Exchange, Failure, X, blender_env, log_problems, quit_cleanly, run_all, stop
+from run_e2e import Checks, Exchange, Failure, X, blender_env, leak_note, log_problems, quit_cleanly, run_all, stop
 
 ROOT = HERE.parents[1]
 MODES = ("cancel", "undo")
@@ -222,7 +222,7 @@ class Run:
             code = None
         self.timings["total_s"] = time.time() - self.started
         self.checks.add(quit_cleanly(code, self.log_path, escaped), "Blender quit",
-                        f"exit code {code}" + (" (Esc was pressed)" if escaped else ""))
+                        f"exit code {code}" + (" (Esc was pressed)" if escaped else "") + leak_note(self.log_path))
         return result
 
     def close(self) -> None:

@@ -278,13 +278,25 @@ def blender_env(base: dict, workdir: Path) -> dict:
     return env
 
 
+LEAKED = "Error: Not freed memory blocks"  # Blender's report of memory the add-on left at exit
+
+
 def quit_cleanly(code, log_path: Path, escaped: bool) -> bool:
-    """Whether Blender quit cleanly. It exits with 1 after any Esc press (WM_exit returns
-    G.is_break), so after an Esc a clean quit is exit code 1 with "Blender quit" as its last
-    words, but for Blender's report of memory blocks not freed at exit (printed as a note)."""
+    """Whether Blender quit cleanly: no memory left unfreed at exit (the add-on lets its gpu
+    batches go when it unregisters), and exit code 0. Blender exits with 1 after any Esc
+    press (WM_exit returns G.is_break), so after an Esc a clean quit is exit code 1 with
+    "Blender quit" as its last words."""
     lines = log_path.read_text(errors="replace").strip().splitlines() if log_path.exists() else []
-    tail = [line for line in lines if not line.startswith("Error: Not freed memory blocks")][-1:]
-    return code == 0 or (escaped and code == 1 and tail == ["Blender quit"])
+    if any(line.startswith(LEAKED) for line in lines):
+        return False
+    return code == 0 or (escaped and code == 1 and lines[-1:] == ["Blender quit"])
+
+
+def leak_note(log_path: Path) -> str:
+    """Blender's report of memory not freed at exit, as a note to the quit check ('' if none)."""
+    lines = log_path.read_text(errors="replace").splitlines() if log_path.exists() else []
+    leaked = [line for line in lines if line.startswith(LEAKED)]
+    return f"; {leaked[-1]}" if leaked else ""
 
 
 def log_problems(log_path: Path) -> tuple[list[str], list[str]]:
@@ -516,7 +528,7 @@ def run_mode(mode: str, args, display: int, out_dir: Path) -> tuple[Checks, dict
         timings["total_s"] = time.time() - started
         escaped = mode == "cancel" and args.cancel_with == "Escape"
         checks.add(quit_cleanly(code, log_path, escaped), "Blender quit",
-                   f"exit code {code}" + (" (Esc was pressed)" if escaped else ""))
+                   f"exit code {code}" + (" (Esc was pressed)" if escaped else "") + leak_note(log_path))
         blender_checks(mode, args, result, checks, report)
     except Failure as error:
         checks.add(False, "run", str(error))
