@@ -8,9 +8,10 @@ result into a copy of the action; the original is left as it was.
 The bake is a pipeline of whole steps, each its own module, the data flowing one way:
 ``plan`` (what holds over the whole bake) -> ``sampling`` (each frame's animated pose, read
 into the tree) -> ``goals`` (the frame's goals) -> ``solve`` (the frame solved, carrying on
-from the last) -> ``log`` (what later steps need of it) -> ``keys`` (every key written at
-once, the plants eased in by ``carry``) -> ``measure`` (the written action on the evaluated
-pose, ``correct`` solving again what it misses) -> ``report``. ``Baker`` runs them.
+from the last by ``carry``) -> ``log`` (what later steps need of it) -> ``keys`` (every key
+written at once, the plants eased in first by ``plants``) -> ``measure`` (the written action
+on the evaluated pose, ``correct`` solving again what it misses) -> ``report``. ``Baker``
+runs them.
 """
 
 from __future__ import annotations
@@ -20,15 +21,15 @@ import numpy as np
 
 from ..rig import keyframes
 from ..rig.channels import PoseSnapshot
-from .carry import ease_onto_plants
 from .correct import close_loop
 from .edit import MotionEdit, surrounding_keys
 from .frames import pins_on
 from .goals import frame_goals, pin_targets
-from .keys import channels_of, write_keys
+from .keys import channels_of, collect, write_keys
 from .log import BakeLog
 from .measure import BakeMeasure
 from .plan import BakePlan, check
+from .plants import ease_onto_plants
 from .sampling import ClipSampler, direct_sampling
 from .solve import FrameSolver
 
@@ -50,12 +51,12 @@ class Baker:
     def __init__(self, context, obj, frame_start: int, frame_end: int, step: int = 1, move_root: bool | None = None,
                  edit: MotionEdit | None = None, direct: bool | None = None):
         """``move_root``: True as ``root_motion = 'FREE'``, False as 'KEEP'; None: the setting."""
-        self.pose_before = PoseSnapshot(obj) if obj is not None and obj.type == "ARMATURE" else None
         self.plan = BakePlan.make(context, obj, frame_start, frame_end, step, move_root, edit)
-        self.samples = ClipSampler(self.plan, direct)
+        self.pose_before = PoseSnapshot(obj)  # unkeyed edits included
+        self.sampling = ClipSampler(self.plan, direct)
         self.solver = FrameSolver(self.plan)
         self.log = BakeLog(self.plan)
-        self.measure = BakeMeasure(self.plan, self.log, self.samples)
+        self.measure = BakeMeasure(self.plan, self.log, self.sampling)
         self._results: dict[int, dict] = {}  # frame -> bone -> (rotation data path, rotation values, location)
         self.index = 0
 
@@ -65,10 +66,10 @@ class Baker:
     settings = property(lambda self: self.plan.settings)
     edit = property(lambda self: self.plan.edit)
     frames = property(lambda self: self.plan.frames)
-    sampler = property(lambda self: self.samples.sampler)
-    model = property(lambda self: self.samples.tree.model)
+    sampler = property(lambda self: self.sampling.sampler)
+    model = property(lambda self: self.sampling.tree.model if self.sampling.tree is not None else None)
     solved = property(lambda self: self.log.solved)
-    goal_log = property(lambda self: self.log.goals)
+    goal_log = property(lambda self: self.log.positions)
     max_pin_error = property(lambda self: self.measure.max_pin_error, doc="[m] The largest pin error, evaluated.")
     misses = property(lambda self: self.measure.misses, doc="Every frame on which a goal missed its own place.")
 
@@ -81,24 +82,17 @@ class Baker:
         """frame -> bone -> (rotation data path, rotation values, location or None): what
         each baked frame puts on the bones' channels (the solutions turned into channels all
         at once, as they are first asked for)."""
-        trees = self.samples.trees
-        for tree in trees:
-            if tree.solutions.frames:
-                self._results.update(tree.solutions.channels())
-                tree.solutions.clear()
-        del trees[:-1]
-        return self._results
+        return collect(self.sampling.trees, self._results)
 
     def next(self) -> float:
         """Sample, build the goals of and solve the next frame; returns its largest pin error [m]."""
-        sample = self.samples.at(self.frames[self.index])
+        sample = self.sampling.at(self.frames[self.index])
         self.index += 1
         goals = frame_goals(self.plan, sample)
         solved = self.solver.solve(sample, goals)
-        model = sample.tree.model
-        sample.tree.solutions.add(sample.frame, solved.q, solved.q0, model.originals)
-        self.log.add(goals, solved, model.bones)
-        return float(solved.result.errors[:goals.reported].max(initial=0.0))
+        sample.tree.solutions.add(sample.frame, solved.q, solved.q0, sample.originals)
+        self.log.add(goals, solved, sample.tree.model.bones)
+        return float(solved.result.errors[:len(goals.goals)].max(initial=0.0))
 
     def finish(self, in_place: bool = False):
         """Copy the action, write every baked frame into the copy, assign it (``in_place``:
@@ -116,12 +110,13 @@ class Baker:
                 baked = bpy.data.actions.new(obj.name + SUFFIX)
                 obj.animation_data.action_extrapolation = "NOTHING"
             keyframes.assign_action(obj, baked)
-        ease_onto_plants(self.plan, self.log, self.samples, self.results)
+        ease_onto_plants(self.plan, self.log, self.sampling, self.results)
         write_keys(obj, self.results)
         # Constraints, drivers or NLA: the model may not be the pose, so close the loop.
-        direct = self.samples.sampler.direct
-        self.measure.verify(None if direct else close_loop(self.plan, self.log, self.samples, self.measure,
+        direct = self.sampling.sampler.direct
+        self.measure.verify(None if direct else close_loop(self.plan, self.log, self.sampling, self.measure,
                                                            self.results))
+        collect(self.sampling.trees, self._results)  # (the trees the last steps built let go)
         self.context.scene.frame_set(self.plan.frame_before)
         return baked
 
@@ -129,13 +124,13 @@ class Baker:
         """Record the animation as it is on ``frames`` (for the solved bones), so that keys
         written around an edit leave those frames' motion exactly as it was."""
         for frame in frames:
-            self.samples.sampler.apply(frame)
+            self.sampling.sampler.apply(frame)
             self.results[frame] = {name: channels_of(self.obj.pose.bones[name]) for name in self.log.bones}
 
     def show_start(self) -> None:
         """Between slices of a modal bake: the pose as it was, rather than the last frame
         sampled (a scene-sampled bake shows the frames it bakes, as Blender's own does)."""
-        if self.samples.sampler.direct:
+        if self.sampling.sampler.direct:
             self.pose_before.restore(self.obj)
 
     def abort(self) -> None:
@@ -168,7 +163,7 @@ def pins_for_edit(context, obj, bone: str, frame: int) -> list[tuple]:
     itself will: for an interactive edit's preview. The pose is left as it was."""
     baker = Baker(context, obj, frame, frame, 1, False, MotionEdit(bone, 1.0, frame, np.zeros(3), 0))
     try:
-        sample = baker.samples.at(frame)
+        sample = baker.sampling.at(frame)
         return pin_targets(baker.plan, sample.tree, sample.animated, frame)
     finally:
         baker.abort()

@@ -1,4 +1,4 @@
-"""Continuity between a bake's frames: each joint that moves a goal keeps the last frame's
+"""Continuity between a bake's frames (in step 3, the solve): each joint that moves a goal keeps the last frame's
 correction (its solution less its animated value), carried onto this frame's animated pose;
 a joint whose pin ended lets its correction go over ``motion_falloff`` frames; the change of
 the corrections is carried on as the solve's start (to second order where three frames are
@@ -32,8 +32,10 @@ class Continuity:
         self.held = held
         self.previous = (layout, animated, solved, self.state)
 
-    def carry(self, model, layout, moving: np.ndarray, share: float, falloff: int, solver: str) -> tuple[np.ndarray, np.ndarray]:
-        """(preferred pose, start) of this frame's solve.
+    def carry(self, q0: np.ndarray, layout, moving: np.ndarray, share: float, falloff: int,
+              solver: str) -> tuple[np.ndarray, np.ndarray]:
+        """(preferred pose, start) of this frame's solve, from its animated joint values ``q0``
+        (numbered as ``layout``).
 
         Continuity: each joint that moves a goal keeps the last frame's correction (its
         solution less its animated value), carried onto this frame's animated pose: that is
@@ -44,9 +46,9 @@ class Continuity:
         frame, so its change is carried on too (to second order where three frames are known),
         which leaves the solve little to do (for the solvers in ``EXTRAPOLATED``). That start
         changes where the solve begins, not what it keeps to."""
-        size = model.skeleton.size
+        size = q0.size
         held, age = np.zeros(size), np.full(size, RELEASED)
-        q_start = start = model.q0
+        q_start = start = q0
         if self.previous is not None and self.previous[0] == layout:
             _, animated_before, solved_before, (held_before, age_before) = self.previous
             correction = solved_before - animated_before
@@ -59,7 +61,7 @@ class Continuity:
                 easing[idle] = ease(age[idle], max(falloff, 0)) * held[idle]
             # Easing out at the range's end: the carried correction shrinks with the goals.
             scale = min(1.0, share / self.weight_before) if self.weight_before > 1e-9 else share
-            q_start = model.q0 + scale * np.where(moving, correction, easing)
+            q_start = q0 + scale * np.where(moving, correction, easing)
             # The corrections of the frames before the last, of joints that have moved a goal
             # on each of those frames and on this one.
             trend = np.zeros(size)
@@ -78,43 +80,3 @@ class Continuity:
         self.weight_before = share
         self.state = (held, np.where(moving, ACTIVE, age))
         return q_start, start
-
-
-def ease_onto_plants(plan, log, samples, results: dict) -> None:
-    """Before each fixed pin with a frame range (a plant) takes hold, its bone's chain eases
-    onto the correction the plant's first frame needed, over ``motion_falloff`` frames
-    (half a cosine), in joint space, as it eases off after the plant's end: the foot
-    comes down onto its held place instead of jumping there. Joints that move a goal in
-    force on a frame are left as solved there, so every pin holds as it did. The frames
-    changed are put into ``results`` (frame -> channels)."""
-    settings, solved = plan.settings, log.solved
-    falloff = max(settings.motion_falloff, 0)
-    if plan.edit is not None or falloff == 0:
-        return
-    tree = samples.tree
-    changed: dict[int, np.ndarray] = {}
-    for i in sorted(plan.fixed_goals, key=lambda k: settings.pins[k].frame_start):
-        pin = settings.pins[i]
-        if pin.kind not in {"POSITION", "POSE"}:
-            continue  # (the other kinds hold in full from their first frame)
-        start = pin.frame_start
-        if (pin.frame_start == 0 and pin.frame_end == 0) or start not in solved or start == plan.frames[0]:
-            continue
-        first = solved[start]
-        if tree.layout != first.layout:
-            continue
-        chain = tree.model.skeleton.ancestors[tree.anchor(pin.bone, pin.anchor)[0]]
-        # After another plant of the bone, the ease spans the frames between the two.
-        ended = [p.frame_end for k, p in enumerate(settings.pins)
-                 if k in plan.fixed_goals and p.bone == pin.bone and p.frame_start != 0 and p.frame_end < start]
-        window = min(falloff, start - max(ended) - 1) if ended else falloff
-        for frame in range(start - window, start):
-            if frame not in solved or solved[frame].layout != first.layout:
-                continue
-            q0, steering = solved[frame].q0, solved[frame].steering
-            q = changed.get(frame, solved[frame].q)
-            mask = chain & ~steering
-            weight = float(ease(start - frame, window))
-            changed[frame] = np.where(mask, q + weight * (q0 + (first.q - first.q0) - q), q)
-    for frame, q in sorted(changed.items()):
-        results[frame] = samples.at(frame).tree.model.channels(q)

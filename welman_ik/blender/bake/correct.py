@@ -1,4 +1,4 @@
-"""Closing the loop after the keys are written: where constraints, drivers or NLA move a
+"""Step 6 of the bake, closing the loop after the keys are written: where constraints, drivers or NLA move a
 goal's bone off its goal in the pose Blender evaluates, those frames are solved again from
 the written pose and written again, while frames still miss."""
 
@@ -14,7 +14,7 @@ from .keys import write_keys
 CORRECTION_PASSES = 4  # re-solves of the frames the evaluated pose misses (constrained rigs)
 
 
-def close_loop(plan, log, samples, measure, results: dict) -> dict[int, Measured]:
+def close_loop(plan, log, sampling, measure, results: dict) -> dict[int, Measured]:
     """Solve the frames the evaluated pose misses again from the baked pose, with the tree
     built there (so it holds the driven orientations as Blender evaluated them), and write
     them again into ``results`` and the action: at most ``CORRECTION_PASSES`` times, while
@@ -26,16 +26,17 @@ def close_loop(plan, log, samples, measure, results: dict) -> dict[int, Measured
         if not missed:
             return measured
         for frame in missed:
-            model = samples.at(frame).tree.model  # the baked pose: the scene samples the written action
-            bones, anchors, targets, weights, _ = log.goals[frame]
+            sample = sampling.at(frame)  # the baked pose: the scene samples the written action
+            model = sample.tree.model
+            bones, anchors, targets, weights, _ = log.positions[frame]
             goals = [PositionGoal(*model.anchor_local(bone, anchor), target, weight=weight, priority=priority)
                      for bone, anchor, target, weight, priority
                      in zip(bones, anchors, targets, weights, log.priorities[frame])]
             goals += measure.shaped_goals(model, frame)
-            problem = Problem(model.skeleton, goals, tolerance=s.tolerance, max_iterations=s.max_iterations,
-                              damping=s.damping, reference=preferred_pose(s.reference, model.q0),
-                              reference_weight=s.reference_weight, ranges=model.ranges)
-            result = SOLVERS[s.solver](problem, model.q0)
+            problem = Problem(sample.skeleton, goals, tolerance=s.tolerance, max_iterations=s.max_iterations,
+                              damping=s.damping, reference=preferred_pose(s.reference, sample.q0),
+                              reference_weight=s.reference_weight, ranges=sample.ranges)
+            result = SOLVERS[s.solver](problem, sample.q0)
             if np.all(np.isfinite(result.q)):
                 results[frame] = model.channels(result.q)
         write_keys(plan.obj, results)

@@ -6,7 +6,7 @@ depend on where the last frame left the roots, are added by the solve (``path_go
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 from mathutils import Matrix, Quaternion
@@ -22,7 +22,8 @@ ROOT_RETURN = 0.002  # share of the rig's size the hips may move back toward the
 
 @dataclass
 class FrameGoals:
-    """A frame's goals, and what the log and the measure need of how they were made."""
+    """A frame's goals (the user's: the pins' and the edit's), and what the log and the
+    measure need of how they were made."""
 
     frame: int
     share: float  # the frame's range weight
@@ -31,13 +32,8 @@ class FrameGoals:
     log: list  # (bone, anchor, target, weight, priority) of each position goal, then the edit's
     shaped: list  # (pin, fields) of the other kinds
     support: object  # the support polygon's points (balance pins)
-    path: dict = field(default_factory=dict)  # (root, anchor) -> its animated place ('FOLLOW')
-    key: tuple = ()  # what the goals depend on beyond the frame: the pins in force, an edit
-
-    @property
-    def reported(self) -> int:
-        """How many of ``goals`` are the user's (the rest the solver's own)."""
-        return len(self.goals)
+    path: dict  # (root, anchor) -> its animated place ('FOLLOW'; the solve may add goals on it)
+    moving_key: tuple  # the pins in force and whether an edit is: frames alike have the same moving joints
 
     def steered(self, obj) -> list[tuple[str, float]]:
         """The (bone, anchor) points the goals steer."""

@@ -1,11 +1,24 @@
-"""Writing a bake's keys: every baked channel's values on every baked frame at once, the
-keys outside the range kept as they were."""
+"""Step 5 of the bake, the keys: every solved frame turned into channels at once (``collect``),
+then every baked channel's values on every baked frame written at once, the keys outside
+the range kept as they were (``write_keys``)."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from ..rig import keyframes
+
+
+def collect(trees: list, results: dict) -> dict:
+    """Put the channels of the frames solved with each of ``trees`` (``Tree.solutions``) into
+    ``results`` (frame -> bone -> channels), all of a tree's frames at once, and let go of
+    every tree but the current one. Returns ``results``."""
+    for tree in trees:
+        if tree.solutions.frames:
+            results.update(tree.solutions.channels())
+            tree.solutions.clear()
+    del trees[:-1]
+    return results
 
 
 def channels_of(pose_bone) -> tuple:

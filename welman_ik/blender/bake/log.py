@@ -1,4 +1,5 @@
-"""What the bake keeps of each solved frame for the steps after the solve: the goals it was
+"""Step 4 of the bake, the log: what the bake keeps of each solved frame for the steps after
+the solve, the goals it was
 solved for (to measure the written action against, and to solve again where the evaluated
 pose misses), what eased goals asked for on their own, and the solution itself (for the
 plants' ease-in)."""
@@ -14,14 +15,14 @@ from .solve import Solved
 
 
 class BakeLog:
-    """Per frame: ``goals`` (bones, anchors, targets, weights, iterations) of the position
-    goals, ``priorities``, ``shaped`` ([(pin, fields, priority)], support) of the other
-    kinds, ``eased`` (each position goal's own target, the other kinds' own entries) where
-    the goals were eased toward the animation, and ``solved``."""
+    """Per frame: ``positions`` (bones, anchors, targets, weights, iterations) of the position
+    pins' goals and the edit's, their ``priorities``, ``shaped`` ([(pin, fields, priority)],
+    support) of the other kinds, ``eased`` (each position goal's own target, the other
+    kinds' own entries) where the goals were eased toward the animation, and ``solved``."""
 
     def __init__(self, plan):
         self.plan = plan
-        self.goals: dict[int, tuple] = {}
+        self.positions: dict[int, tuple] = {}
         self.priorities: dict[int, tuple] = {}
         self.shaped: dict[int, tuple] = {}
         self.eased: dict[int, tuple[np.ndarray, list]] = {}
@@ -37,7 +38,7 @@ class BakeLog:
         pin_priority = plan.priorities[0]
         log = goals.log
         names, anchors, targets, weights, priorities = zip(*log) if log else ((), (), (), (), ())
-        self.goals[frame] = (list(names), anchors, np.array(targets).reshape(-1, 3), weights,
+        self.positions[frame] = (list(names), anchors, np.array(targets).reshape(-1, 3), weights,
                              solved.result.iterations)
         self.priorities[frame] = priorities
         self.shaped[frame] = ([(pin, fields, pin_priority) for pin, fields in goals.shaped], goals.support)

@@ -1,4 +1,4 @@
-"""Step 5 of the bake, its figures, measured where the user sees them: each baked frame's goals on the pose
+"""Step 6 of the bake, its figures, measured where the user sees them: each baked frame's goals on the pose
 Blender evaluates from the written action (constraints and drivers included), the eased
 frames against each pin's own place too, the worst frame recorded in ``last_solve`` and the
 missed frames listed."""
@@ -20,11 +20,12 @@ from .report import frame_ranges, list_misses
 
 
 class BakeMeasure:
-    """The figures of a bake (``plan``, its ``log`` of solved frames, and its ``samples``,
-    whose current tree reads the evaluated pose): ``frames()`` measures, ``verify()`` records."""
+    """The figures of a bake (``plan``, its ``log`` of solved frames, and its ``sampling``,
+    whose current tree gives the structure the other kinds' pins are measured on):
+    ``frames()`` measures, ``verify()`` records."""
 
-    def __init__(self, plan, log, samples):
-        self.plan, self.log, self.samples = plan, log, samples
+    def __init__(self, plan, log, sampling):
+        self.plan, self.log, self.sampling = plan, log, sampling
         self.own: dict[int, Measured] = {}  # the eased frames measured against the pins' own places
         self.worst: tuple[int, Measured] | None = None  # the worst frame, evaluated
         self.max_pin_error = 0.0  # [m] measured on the evaluated pose once the action is written
@@ -38,10 +39,10 @@ class BakeMeasure:
         action (constraints and drivers included): one evaluation per frame, the points read
         there, the distances of the frames with the same goals worked out together."""
         scene, tolerance = self.plan.context.scene, self.plan.settings.tolerance
-        frames = sorted(self.log.goals)
+        frames = sorted(self.log.positions)
         evaluated, shaped, shaped_own = {}, {}, {}
         for frame in frames:
-            bones, anchors = self.log.goals[frame][:2]
+            bones, anchors = self.log.positions[frame][:2]
             scene.frame_set(frame)  # the action as written
             evaluated[frame] = anchor_points(self.plan.obj, bones, anchors)
             entries = self.log.shaped.get(frame, ([], None))[0]
@@ -52,12 +53,12 @@ class BakeMeasure:
                 shaped_own[frame] = self._shaped_measure(frame, own_entries, tolerance)
         groups: dict[tuple, list[int]] = {}
         for frame in frames:
-            bones, anchors, _, weights, _ = self.log.goals[frame]
+            bones, anchors, _, weights, _ = self.log.positions[frame]
             groups.setdefault((tuple(bones), tuple(anchors), tuple(weights)), []).append(frame)
         out = {}
         for (bones, anchors, weights), members in groups.items():
             goals = GoalSet(list(bones) * len(members), np.tile(anchors, len(members)),
-                            np.vstack([self.log.goals[f][2] for f in members]), np.tile(weights, len(members)))
+                            np.vstack([self.log.positions[f][2] for f in members]), np.tile(weights, len(members)))
             measured = measure(goals, np.vstack([evaluated[f] for f in members]), tolerance)
             for i, frame in enumerate(members):
                 part = slice(i * len(bones), (i + 1) * len(bones))
@@ -69,7 +70,7 @@ class BakeMeasure:
         for frame, (targets, _) in self.log.eased.items():
             if frame not in out:
                 continue
-            bones, anchors, _, weights, _ = self.log.goals[frame]
+            bones, anchors, _, weights, _ = self.log.positions[frame]
             own = measure(GoalSet(list(bones), np.asarray(anchors, dtype=float), targets,
                                   np.asarray(weights, dtype=float)), evaluated[frame], tolerance)
             self.own[frame] = self._with_shaped(own, shaped_own[frame]) if frame in shaped_own else own
@@ -84,7 +85,7 @@ class BakeMeasure:
 
     def _shaped_measure(self, frame: int, entries: list, tolerance: float) -> Measured:
         """The other kinds' pins of ``frame`` (``entries``) measured on the evaluated pose."""
-        model = self.samples.tree.model
+        model = self.sampling.tree.model
         built = self.shaped_goals(model, frame, entries)
         names = sorted({n for pin, *_ in entries for n in pin_bones(self.plan.obj, pin) if n in model.bones})
         kin = shaped_goals.evaluated_kinematics(self.plan.obj, model, model.q0, names)
@@ -107,7 +108,7 @@ class BakeMeasure:
 
     def goal_names(self, frame: int) -> list[str]:
         """How the figures name each goal of a frame, in the order ``measure_frames`` gives."""
-        bones = list(self.log.goals[frame][0])
+        bones = list(self.log.positions[frame][0])
         cut = len(bones) - (1 if self.plan.edit is not None else 0)
         shaped = [describe(pin) for pin, *_ in self.log.shaped.get(frame, ([], None))[0]]
         return bones[:cut] + shaped + bones[cut:]
@@ -167,7 +168,7 @@ class BakeMeasure:
 
     def _record(self, edit_error: float | None = None) -> None:
         frame, measured = self.worst
-        iterations = self.log.goals[frame][4]
+        iterations = self.log.positions[frame][4]
         bones = self.goal_names(frame)
         missed = [i for i in range(len(bones)) if measured.counted[i] and not measured.met[i]]
         message = ""

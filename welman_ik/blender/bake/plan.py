@@ -1,6 +1,6 @@
 """Step 0 of the bake: the plan, what holds over the whole bake, worked out once before the
-first frame from the armature and its pins. Which pins are in force on each frame, the bones
-the tree must hold, the joints it may move, where each fixed pin holds, and how much of the
+first frame from the armature, its pins and its settings as they are then. Which pins are in
+force on each frame, the bones the tree must hold and those it may move, where each fixed pin holds, and how much of the
 corrections each frame takes (falling off toward a range end the action goes on past).
 Nothing here changes the pose; a plan that cannot be baked is refused with a message."""
 
@@ -67,10 +67,11 @@ class BakePlan:
     pin_index: dict[int, int]  # each pin's place in the settings' list, by its pointer
     names: list[str]  # the bones the tree holds: every bone pinned somewhere in the range, and the edited one
     chains: set[str]  # those bones and their chains to the root: the channels the samples need
-    movable: object  # the joints the solve may move (``movable_bones``)
+    movable: list[str] | None  # the bones the solve may move (``movable_bones``; None: all)
     root_motion: str  # 'KEEP', 'FOLLOW' or 'FREE'
     fixed_goals: dict[int, np.ndarray]  # pin index -> where a fixed pin holds (its location)
-    shares: dict[int, float]  # frame -> the share of the corrections applied there (``range_weight``)
+    falloff: int  # frames over which a correction fades (``motion_falloff``, taken when the bake begins)
+    shares: dict[int, float]  # frame -> the share of the corrections applied there (``range_weights``)
     frame_before: int  # the scene's frame when the bake began
     started: float  # perf_counter() when the bake began
 
@@ -128,8 +129,9 @@ class BakePlan:
         # Whether the action goes on before and after the range: a bake in a longer action
         # eases its corrections in and out inside the range, so its ends do not jump.
         open_ends = (False, False) if edit is not None else keyframes.keyed_past(obj, frame_start, frame_end)
+        falloff = max(settings.motion_falloff, 0)
         return cls(context, obj, edit, frames, by_frame, {p.as_pointer(): i for i, p in enumerate(settings.pins)},
-                   names, chains, movable, root_motion, fixed, range_weights(frames, open_ends, settings.motion_falloff),
+                   names, chains, movable, root_motion, fixed, falloff, range_weights(frames, open_ends, falloff),
                    context.scene.frame_current, started)
 
 

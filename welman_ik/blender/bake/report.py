@@ -1,4 +1,4 @@
-"""What a bake tells the user: missed frames as runs of frames, and the list of misses the
+"""Step 7 of the bake, what it tells the user: missed frames as runs of frames, and the list of misses the
 panel shows."""
 
 from __future__ import annotations

@@ -2,7 +2,8 @@
 the pose bones' channels (by evaluating the action's F-curves in bulk where that is all
 there is, else by a scene frame change: NLA, drivers, constraints, as Blender evaluates
 it), and read into the hinge tree as that frame's joint values and kinematics (``Sample``).
-Each frame is sampled once, in order: the solve of a frame starts from the last one's."""
+Each frame is sampled once for its solve, in order, as the solve of a frame carries on from
+the last one's (the plants' ease-in and the correction sample again the frames they change)."""
 
 from __future__ import annotations
 
@@ -81,12 +82,17 @@ class Sampler:
 
 
 class Sample(NamedTuple):
-    """A frame's animated pose: the tree it fits, its joint values and their kinematics."""
+    """A frame's animated pose: the tree it fits, its joint values and their kinematics, the
+    tree's skeleton and ball-joint ranges on that frame (widened to hold a pose past them),
+    and each bone's channels as the animation gives them."""
 
     frame: int
     tree: Tree
     q0: np.ndarray
     animated: object  # Kinematics of ``q0``
+    skeleton: object  # Skeleton
+    ranges: object  # SphericalRanges or None
+    originals: dict  # bone -> BoneChannels
 
 
 class ClipSampler:
@@ -111,4 +117,5 @@ class ClipSampler:
             tree = Tree(RigModel(self.plan.obj, self.plan.names, self.plan.movable))
             self.trees.append(tree)
         model = tree.model
-        return Sample(frame, tree, model.q0, model.skeleton.forward(model.q0))
+        return Sample(frame, tree, model.q0, model.skeleton.forward(model.q0), model.skeleton, model.ranges,
+                      model.originals)

@@ -40,15 +40,15 @@ class FrameSolver:
 
     def solve(self, sample, goals: FrameGoals) -> Solved:
         tree, s = sample.tree, self.plan.settings
-        model = tree.model
-        moving = tree.moving(goals.key, goals.goals)
-        q_start, start = self.continuity.carry(model, tree.layout, moving, goals.share, s.motion_falloff, s.solver)
+        moving = tree.moving(goals.moving_key, goals.goals)
+        q_start, start = self.continuity.carry(sample.q0, tree.layout, moving, goals.share, self.plan.falloff,
+                                               s.solver)
         # The preferred pose of a bake is each frame's own animated pose, with the correction
         # carried over from the last frame (or easing off after a pin's end). The solve starts
         # there, or where the corrections of the last frames lead (``Continuity.carry``).
-        problem = Problem(model.skeleton, goals.goals, tolerance=s.tolerance, max_iterations=s.max_iterations,
+        problem = Problem(sample.skeleton, goals.goals, tolerance=s.tolerance, max_iterations=s.max_iterations,
                           damping=s.damping, reference=preferred_pose(s.reference, q_start),
-                          reference_weight=s.reference_weight, ranges=model.ranges)
+                          reference_weight=s.reference_weight, ranges=sample.ranges)
         result = self._met(problem, start, sample)
         if result is None:
             result = self._on_path(tree, sample.q0, problem, start, goals.path)
@@ -91,7 +91,7 @@ class FrameSolver:
                 float(np.linalg.norm(off)) > problem.tolerance for off in self.root_off.values())):
             return None
         roots = tree.root_joints()
-        active = np.ones(tree.model.skeleton.size, dtype=bool)
+        active = np.ones(q0.size, dtype=bool)
         active[roots] = False
         start = start.copy()
         start[roots] = q0[roots]

@@ -35,10 +35,6 @@ def anchor_world(obj, pose_bone, anchor: float) -> np.ndarray:
     return anchor_points(obj, [pose_bone.name], [anchor])[0]
 
 
-
-
-
-
 def move_pins_to_bone(context, obj, bone: str) -> None:
     """After a drag: the position and pose pins on the dragged bone (ignored while it was
     dragged) hold where the bone ended."""
@@ -50,16 +46,6 @@ def move_pins_to_bone(context, obj, bone: str) -> None:
             p.location = anchor_world(obj, pose_bone, p.anchor)
             if p.kind == "POSE":
                 p.rotation = (obj.matrix_world @ pose_bone.matrix).to_quaternion().normalized()
-
-
-
-
-
-
-
-
-
-
 
 
 CLOSE_ROUNDS = 12  # evaluate-and-correct rounds of a scripted drag or a confirm
@@ -270,10 +256,6 @@ class DragSolver:
         return figures
 
 
-
-
-
-
 def explain(solver: DragSolver, result: SolveResult, measured, shaped: Measured | None = None) -> str:
     """One line: which goals the evaluated pose misses, by how much, and why. The goals in
     the problem's order: the position pins, the other kinds' pins (``shaped``), the drag."""
@@ -310,10 +292,6 @@ def explain(solver: DragSolver, result: SolveResult, measured, shaped: Measured 
         parts.append(f"{what} is {mm:.2f} mm off: {why}")
     more = len(missed) - 2
     return "; ".join(parts) + (f"; and {more} more" if more > 0 else "")
-
-
-
-
 
 
 RUN_TOLERANCE = 1e-5  # [rad, m] a pose read back within this of what the last drag left is that pose
