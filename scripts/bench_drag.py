@@ -187,6 +187,32 @@ def run_ours(obj, solver_name: str, path: np.ndarray, rest: dict) -> tuple[Run, 
     return run, build_ms, solver
 
 
+def run_scripted(obj, solver_name: str, path: np.ndarray, rest: dict) -> Run:
+    """Drag with one of our solvers by scripted calls, as a script or a farm job does: one
+    ``bpy.ops.welman_ik.drag`` per step (everything from the armature to the evaluated,
+    measured pose in each call), no keys."""
+    settings = obj.welman_ik
+    settings.solver, keyed = solver_name, settings.keyframes
+    settings.keyframes = "NEVER"
+    pins = pin_list(obj)
+    restore(obj, rest)
+    bpy.ops.welman_ik.drag(bone=DRAGGED, target=tuple(path[0]), anchor=ANCHOR)  # warm-up
+    restore(obj, rest)
+    run = Run(f"{solver_name} (scripted call)")
+    try:
+        for target in path:
+            started = time.perf_counter()
+            bpy.ops.welman_ik.drag(bone=DRAGGED, target=tuple(target), anchor=ANCHOR)
+            run.step_ms.append(1000.0 * (time.perf_counter() - started))
+            run.iterations.append(settings.last_solve.iterations)
+            drag, pin = evaluated_errors(obj, target, pins)
+            run.drag_errors.append(drag)
+            run.pin_errors.append(pin)
+    finally:
+        settings.keyframes = keyed
+    return run
+
+
 def profile_ours(obj, solver_name: str, path: np.ndarray, rest: dict, top: int = 25) -> str:
     """cProfile of the timed per-step loop of one of our solvers (cumulative and own time)."""
     settings = obj.welman_ik
@@ -259,7 +285,7 @@ def run_blender(ik_solver: str, label: str, path: np.ndarray) -> Run:
 
 def table(runs: list[Run], reference: Run) -> str:
     ref = statistics.median(reference.step_ms)
-    head = (f"{'method':<26}{'median ms':>10}{'mean ms':>9}{'ratio':>8}{'solve med':>10}{'solve mean':>11}"
+    head = (f"{'method':<36}{'median ms':>10}{'mean ms':>9}{'ratio':>8}{'solve med':>10}{'solve mean':>11}"
             f"{'w+e ratio':>10}{'mean it':>9}{'max drag err':>14}{'max pin err':>13}")
     lines = [head, "-" * len(head)]
     for r in runs:
@@ -269,7 +295,7 @@ def table(runs: list[Run], reference: Run) -> str:
         its = f"{statistics.fmean(r.iterations):9.1f}" if r.iterations else f"{'-':>9}"
         rest = (f"{statistics.median(s - v for s, v in zip(r.step_ms, r.solve_ms)) / ref:10.2f}" if r.solve_ms
                 else f"{'-':>10}")
-        lines.append(f"{r.name:<26}{med:10.2f}{statistics.fmean(r.step_ms):9.2f}{med / ref:8.2f}{solve_med}"
+        lines.append(f"{r.name:<36}{med:10.2f}{statistics.fmean(r.step_ms):9.2f}{med / ref:8.2f}{solve_med}"
                      f"{solve_mean}{rest}{its}{max(r.drag_errors):14.2e}{max(r.pin_errors):13.2e}")
     return "\n".join(lines)
 
@@ -297,6 +323,7 @@ def main(argv=None) -> int:
         run, build_ms, solver = run_ours(obj, name, path, rest)
         runs.append(run)
         print(f"  {name}: model built in {build_ms:.1f} ms; {run.unconverged}/{len(path)} steps not converged")
+    scripted = [run_scripted(obj, name, path, rest) for name in OUR_SOLVERS]
     skeleton = solver.model.skeleton
     print(f"Joints in our model: {skeleton.size} ({int(np.sum(skeleton.mobility > 0))} movable: 3 per bone, "
           f"3 root slides) over {len(solver.model.bones)} bones")
@@ -304,12 +331,13 @@ def main(argv=None) -> int:
 
     standard = run_blender("LEGACY", "Blender Standard IK", path)
     itasc = run_blender("ITASC", "Blender iTaSC", path)
-    runs = [standard, itasc, *runs]
+    runs = [standard, itasc, *runs, *scripted]
 
     print()
     print(table(runs, standard))
     print()
-    print("ms/step: solve + write pose + depsgraph update (Blender: move empty + depsgraph update);")
+    print("ms/step: solve + write pose + depsgraph update (Blender: move empty + depsgraph update); a scripted")
+    print("call: the whole bpy.ops.welman_ik.drag call (reading the armature, solving, writing, evaluating, measuring);")
     print("ratio: median ms/step over Blender Standard IK's; solve: Welman IK's numpy solve alone;")
     print("w+e ratio: the step without the solve (write the pose, let Blender evaluate it, measure the goals")
     print("there) over Blender Standard IK's step: the least ratio any solver could reach;")
