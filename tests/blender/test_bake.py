@@ -554,6 +554,31 @@ def _animated(obj, frame: int, name: str, path: str, width: int) -> list[float]:
     return [curves[f'pose.bones["{name}"].{path}', i].evaluate(frame) for i in range(width)]
 
 
+def test_the_bake_steps_hold_no_reference_back_to_the_baker(fig_6_5):
+    """The pipeline's data flows one way: no step holds the Baker that runs it, so a bake
+    dropped half way (a cancelled modal bake) is freed at once, with the garbage collector
+    off, and the pose is as it was."""
+    import gc
+    import weakref
+
+    from welman_ik.blender.bake.baker import Baker
+
+    before = {pb.name: tuple(pb.rotation_quaternion) for pb in fig_6_5.pose.bones}
+    gc.collect()
+    gc.disable()
+    try:
+        baker = Baker(bpy.context, fig_6_5, 1, 21)
+        for _ in range(5):
+            baker.next()
+        baker.abort()
+        gone = weakref.ref(baker)
+        del baker
+        assert gone() is None, gc.get_referrers(gone())
+    finally:
+        gc.enable()
+    assert {pb.name: tuple(pb.rotation_quaternion) for pb in fig_6_5.pose.bones} == before
+
+
 def test_each_frame_starts_where_the_last_frames_lead(fig_6_5, monkeypatch):
     """A frame's solve starts from the corrections of the frames before it carried on (a
     held foot needs a correction that changes smoothly): fewer iterations than from the
