@@ -222,6 +222,10 @@ class RigModel:
         return self.back.channels(q)
 
 
+_EYE4 = np.eye(4)  # shared by every joint without a fixed transform of its own (the tree's arrays copy it)
+_UNIT = np.eye(3)  # the unit axes X, Y, Z
+
+
 def build_tree(obj, ordered, carriers: Carriers, held: set, turned: set, movable_names, translating, fixed_roots: bool,
                keep_turn) -> tuple[dict, dict[str, BoneJoints]]:
     """The hinge tree of the bones ``ordered`` (parents first): each bone's location channels
@@ -271,15 +275,13 @@ def build_tree(obj, ordered, carriers: Carriers, held: set, turned: set, movable
         has_location = pb.parent is None or not bone.use_connect
         local_location = bone.use_local_location or pb.parent is None
         before_location = full @ offset if local_location else full
-        after_location = np.eye(4) if local_location else offset
+        after_location = _EYE4 if local_location else offset
         slides = {}
         if has_location and (carrier is None or name in translating):
             hold = fixed_roots and carrier is None and name not in translating
             for i, letter in enumerate(AXES):
                 free = moves and not pb.lock_location[i] and not hold
-                ax = np.zeros(3)
-                ax[i] = 1.0
-                j = add(parent_joint, True, ax, before_location if i == 0 else np.eye(4), -np.inf, np.inf,
+                j = add(parent_joint, True, _UNIT[i], before_location if i == 0 else _EYE4, -np.inf, np.inf,
                         1.0 if free else 0.0)
                 slides[letter] = j
                 parent_joint = j
@@ -309,12 +311,10 @@ def build_tree(obj, ordered, carriers: Carriers, held: set, turned: set, movable
             lo = getattr(pb, f"ik_min_{letter.lower()}") if limited else -np.inf
             hi = getattr(pb, f"ik_max_{letter.lower()}") if limited else np.inf
             stiffness = getattr(pb, f"ik_stiffness_{letter.lower()}")
-            mob = 0.0 if (locked or not moves or name in keep_turn) else float(np.clip(1.0 - stiffness, 0.0, 1.0))
+            mob = 0.0 if (locked or not moves or name in keep_turn) else min(max(1.0 - stiffness, 0.0), 1.0)
             if mob == 0.0:
                 lo, hi = -np.inf, np.inf  # a frozen joint stays where it is, limits or not
-            ax = np.zeros(3)
-            ax[i] = 1.0
-            j = add(parent_joint, False, ax, rel if k == 0 else np.eye(4), lo, hi, mob, inherits or k > 0)
+            j = add(parent_joint, False, _UNIT[i], rel if k == 0 else _EYE4, lo, hi, mob, inherits or k > 0)
             hinges[letter] = j
             parent_joint = j
         bones[name] = BoneJoints(name, hinges, slides, parent_joint, scale, bone.length, order,
