@@ -39,3 +39,16 @@ def test_no_class_past_about_200_lines():
             if isinstance(node, ast.ClassDef) and node.end_lineno - node.lineno + 1 > LONGEST_CLASS:
                 long.append(f"{module.relative_to(PACKAGE)}: {node.name} ({node.end_lineno - node.lineno + 1} lines)")
     assert not long, "split along their ideas: " + "; ".join(long)
+
+
+def test_every_step_of_the_bake_is_under_the_pipeline_contract():
+    """A new module in ``bake/`` (but its operators) takes its place in the contract that
+    keeps the pipeline free of the drag and the UI."""
+    import configparser
+
+    config = configparser.ConfigParser()
+    config.read(PACKAGE.parent / ".importlinter")
+    listed = set(config["importlinter:contract:bake-pipeline-without-drag"]["source_modules"].split())
+    steps = {f"welman_ik.blender.bake.{p.stem}" for p in (PACKAGE / "blender" / "bake").glob("*.py")
+             if p.stem not in {"__init__", "operators"}}
+    assert listed == steps, {"not listed": sorted(steps - listed), "no such module": sorted(listed - steps)}
