@@ -27,7 +27,7 @@ from ..rig import body, keyframes
 from ..rig.evaluated import FLOAT32_SLACK, GoalSet, Measured, anchor_points
 from ..rig.evaluated import measure as evaluated_measure
 from ..rig.evaluated import slack as evaluated_slack
-from ..rig.model import RigError, RigModel
+from ..rig.model import RigError, RigModel, cached_model
 
 
 def anchor_world(obj, pose_bone, anchor: float) -> np.ndarray:
@@ -63,7 +63,7 @@ class DragSolver:
     """
 
     def __init__(self, obj, settings, bone: str, anchor: float = 1.0, pins: list[tuple] | None = None,
-                 keep_root: bool = False):
+                 keep_root: bool = False, reuse: bool = False):
         """``pins``: (pin, world target) pairs to hold; None: every active pin, at its location.
         ``keep_root``: the root bone stays where it is (as a motion edit keeps it)."""
         if obj is None or obj.type != "ARMATURE":
@@ -104,9 +104,10 @@ class DragSolver:
         # turning: dragging the hips down folds the legs instead of tilting the pelvis.
         root = obj.pose.bones[bone].parent is None
         grabbed = anchor == 0.0 and (bool(translating) or (root and not all(obj.pose.bones[bone].lock_location)))
-        self.model = RigModel(obj, names, movable_bones(obj, bone, settings.chain_length, keep_root),
-                              translating=translating, keep_free=[bone], fixed_roots=bool(translating),
-                              keep_turn=[bone] if grabbed else [])
+        build = cached_model if reuse else RigModel  # a scripted drag keeps the model between calls
+        self.model = build(obj, names, movable_bones(obj, bone, settings.chain_length, keep_root),
+                           translating=translating, keep_free=[bone], fixed_roots=bool(translating),
+                           keep_turn=[bone] if grabbed else [])
         if not self.model.moves_point(bone):
             raise RigError(f"Nothing can move bone '{bone}': it and the bones above it are locked")
         pin_priority, drag_priority = (0, 1) if settings.pins_first else (1, 0)
@@ -308,7 +309,7 @@ def drag(context, obj, bone: str, target, anchor: float = 1.0) -> Figures:
     ('START') is the pose the first of them began in, so a hand dragged out and back in steps
     comes back to where it started."""
     settings = obj.welman_ik
-    solver = DragSolver(obj, settings, bone, anchor)
+    solver = DragSolver(obj, settings, bone, anchor, reuse=True)
     run = (bone, anchor, context.scene.frame_current, settings.reference, settings.solver, solver.model.layout,
            tuple((p.bone, p.kind, p.enabled, p.anchor, p.weight) for p in settings.pins))
     last = _RUNS.get(obj.as_pointer())

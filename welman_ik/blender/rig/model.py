@@ -28,6 +28,7 @@ from .channels import (
     bone_order,
     bone_quaternion,
 )
+from .fingerprint import fingerprint
 from .joints import BoneJoints, Carriers, fixed_channels, inherited_scale, rel_linear_before
 from .joints import as_array as _np
 from .writeback import WriteBack
@@ -162,7 +163,7 @@ class RigModel:
         declared = self.declared_ranges
         self.ranges = declared.containing(self.skeleton, q) if declared is not None else None
 
-    def refresh(self) -> bool:
+    def refresh(self, continuous: bool = True) -> bool:
         """Take the pose bones' current channels as the new start (a bake does this on every
         frame instead of building the tree again). False, and nothing changed, when the
         tree itself no longer fits: a scale, an unconnected bone's location, the armature's
@@ -175,7 +176,7 @@ class RigModel:
             return False
         if any(tuple(map(tuple, pose_bones[name].matrix)) != matrix for name, matrix in self.turned.items()):
             return False
-        self._start(self._read(near=self.q0))
+        self._start(self._read(near=self.q0) if continuous else self._read())
         return True
 
     @property
@@ -224,6 +225,35 @@ class RigModel:
 
 _EYE4 = np.eye(4)  # shared by every joint without a fixed transform of its own (the tree's arrays copy it)
 _UNIT = np.eye(3)  # the unit axes X, Y, Z
+
+
+_MODELS: dict = {}  # armature pointer -> (what the model was asked for, the rig's fingerprint, the model)
+
+
+def _same_object(kept, obj) -> bool:
+    """Whether ``kept`` (a model's armature) is still there and is ``obj`` (an undo or a new
+    file frees it; a new object may take its address)."""
+    try:
+        return kept.as_pointer() == obj.as_pointer() and kept.name == obj.name and kept.data == obj.data
+    except ReferenceError:
+        return False
+
+
+def cached_model(obj, bone_names, movable_names=None, translating=(), keep_free=(), fixed_roots=False,
+                 keep_turn=()) -> RigModel:
+    """``RigModel(...)``, or the model built for the same request on this armature before, at
+    the pose the bones hold now, when nothing it was built from has changed since
+    (``fingerprint.fingerprint``) and it still fits the pose (``refresh``)."""
+    request = (tuple(bone_names), None if movable_names is None else tuple(movable_names), tuple(sorted(translating)),
+               tuple(keep_free), bool(fixed_roots), tuple(keep_turn))
+    found = fingerprint(obj)
+    kept = _MODELS.get(obj.as_pointer())
+    if (kept is not None and kept[0] == request and _same_object(kept[2].object, obj) and kept[1] == found
+            and kept[2].refresh(continuous=False)):
+        return kept[2]  # read as a new model reads the pose: the same model, the same start
+    model = RigModel(obj, bone_names, movable_names, translating, keep_free, fixed_roots, keep_turn)
+    _MODELS[obj.as_pointer()] = (request, found, model)
+    return model
 
 
 def build_tree(obj, ordered, carriers: Carriers, held: set, turned: set, movable_names, translating, fixed_roots: bool,

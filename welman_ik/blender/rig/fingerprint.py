@@ -1,0 +1,169 @@
+"""What a hinge tree is built from, read again cheaply: two reads of an armature give the same
+fingerprint only when every input of ``RigModel`` but the pose channels is the same (the pose
+channels are ``RigModel.refresh``'s, which also sees a changed scale, an unconnected bone's
+location, the armature's transform and the orientations the rig drives).
+
+It is a superset of what the model reads, so a change that does not matter may rebuild the
+tree, and a change that matters always does: the bones' rest data and hierarchy, every
+setting of the bones and pose bones but their pose channels and selection, their custom
+properties (drivers read them), the bone collections or layers and their visibility, every
+constraint of the armature and its bones as set and as evaluated (an influence a driver sets),
+the actions Action constraints play, the drivers and the animated channels of the armature
+and its data, and the scene's frame. Numeric settings are read in bulk (``foreach_get``),
+the rest property by property."""
+
+from __future__ import annotations
+
+import bpy
+import numpy as np
+
+# Pose channels and what follows them (``refresh`` reads them), and selection: not inputs.
+POSE_CHANNELS = frozenset({
+    "location", "rotation_quaternion", "rotation_euler", "rotation_axis_angle", "scale", "matrix_basis", "matrix",
+    "matrix_channel", "head", "tail", "select", "select_head", "select_tail", "length",
+})
+POSE_ONLY = frozenset({"bbone_curveinx", "bbone_curveinz", "bbone_curveoutx", "bbone_curveoutz", "bbone_rollin",
+                       "bbone_rollout", "bbone_easein", "bbone_easeout", "bbone_scalein", "bbone_scaleout",
+                       "bbone_translation", "bbone_rotation", "bbone_scale"})
+_NUMERIC = {"FLOAT": np.float64, "INT": np.int64, "BOOLEAN": bool}
+
+
+def _plan(rna, skip) -> tuple[list, list]:
+    """(numeric properties to read in bulk as (name, dtype, width), other properties by name)
+    of an RNA type, once per type."""
+    key = (rna.identifier, skip)
+    found = _PLANS.get(key)
+    if found is None:
+        bulk, single = [], []
+        for prop in rna.properties:
+            name = prop.identifier
+            if name == "rna_type" or name in skip or prop.type == "COLLECTION":
+                continue
+            if prop.type in _NUMERIC:
+                bulk.append((name, _NUMERIC[prop.type], max(getattr(prop, "array_length", 0), 1)))
+                continue
+            if prop.type == "ENUM":  # (names and parents are read apart; other pointers and strings do not matter)
+                single.append(name)
+        found = _PLANS[key] = (bulk, single)
+    return found
+
+
+_PLANS: dict = {}
+
+
+def _value(value):
+    """A property's value as something hashable and comparable."""
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        return value
+    if isinstance(value, bpy.types.ID):
+        return ("ID", value.name, value.as_pointer())
+    if hasattr(value, "as_pointer"):
+        return ("struct", value.as_pointer(), getattr(value, "name", None))
+    try:
+        return tuple(_value(v) for v in value)
+    except TypeError:
+        return repr(value)
+
+
+def _bulk(collection, rna, skip=frozenset()) -> list:
+    """Every numeric property of every item of ``collection`` (of RNA type ``rna``), in bulk,
+    and the others item by item."""
+    n = len(collection)
+    bulk, single = _plan(rna, skip)
+    out = []
+    for name, dtype, width in bulk:
+        values = np.empty(n * width, dtype=dtype)
+        try:
+            collection.foreach_get(name, values)
+        except (TypeError, RuntimeError, AttributeError):
+            out.append((name, tuple(_value(getattr(item, name, None)) for item in collection)))
+            continue
+        out.append((name, values.tobytes()))
+    for item in collection:
+        out.append(tuple(_value(getattr(item, name, None)) for name in single))
+    return out
+
+
+def _struct(struct, depth: int = 2) -> tuple:
+    """Every property of one RNA struct; its collections item by item, ``depth`` deep (a
+    constraint's targets, a driver variable's targets)."""
+    values = []
+    for prop in struct.bl_rna.properties:
+        name = prop.identifier
+        if name == "rna_type":
+            continue
+        if prop.type == "COLLECTION":
+            if depth > 0:
+                values.append((name, tuple(_struct(item, depth - 1) for item in getattr(struct, name))))
+        else:
+            values.append((name, _value(getattr(struct, name, None))))
+    return tuple(values)
+
+
+def _constraints(constraints) -> tuple:
+    out = []
+    for c in constraints:
+        entry = [_struct(c)]
+        action = getattr(c, "action", None)
+        if c.type == "ACTION" and action is not None:
+            entry.append(_curves(action))
+        out.append(tuple(entry))
+    return tuple(out)
+
+
+def _curves(action) -> tuple:
+    curves = list(getattr(action, "fcurves", None) or ())
+    for layer in getattr(action, "layers", ()):
+        for strip in layer.strips:
+            for bag in getattr(strip, "channelbags", ()):
+                curves.extend(bag.fcurves)
+    return tuple((fc.data_path, fc.array_index, fc.mute, len(fc.keyframe_points), len(fc.modifiers)) for fc in curves)
+
+
+def _animation(id_data) -> tuple:
+    animation = getattr(id_data, "animation_data", None)
+    if animation is None:
+        return ()
+    drivers = tuple((_struct(fc.driver), fc.data_path, fc.array_index, fc.mute,
+                     tuple(_struct(v) for v in fc.driver.variables)) for fc in animation.drivers)
+    action = animation.action
+    return (drivers, None if action is None else (action.as_pointer(), _curves(action)), animation.use_nla,
+            len(animation.nla_tracks))
+
+
+def _custom(item) -> tuple:
+    """An item's custom (ID) properties."""
+    try:
+        # (the add-on's own settings are not inputs of the tree: its pins and figures change at every drag)
+        return tuple((key, _value(item[key])) for key in item.keys()  # noqa: SIM118 - an ID property group
+                     if not key.startswith("welman_ik"))
+    except TypeError:
+        return ()
+
+
+def fingerprint(obj) -> list:
+    """A hash of every input of the hinge tree but the pose channels (see the module)."""
+    data, pose_bones = obj.data, obj.pose.bones
+    skip = POSE_CHANNELS | POSE_ONLY
+    parts = [obj.as_pointer(), data.as_pointer(), bpy.context.scene.frame_current,
+             tuple(pose_bones.keys()), tuple(b.parent.name if b.parent else "" for b in data.bones),
+             _bulk(data.bones, bpy.types.Bone.bl_rna, frozenset({"select", "select_head", "select_tail"})),
+             _bulk(pose_bones, bpy.types.PoseBone.bl_rna, skip),
+             tuple(_custom(pb) for pb in pose_bones),
+             tuple(tuple(c.name for c in getattr(b, "collections", ())) for b in data.bones),
+             tuple((c.name, c.is_visible, getattr(c, "is_visible_effectively", None), getattr(c, "is_solo", None),
+                    c.parent.name if getattr(c, "parent", None) else "")
+                   for c in getattr(data, "collections_all", getattr(data, "collections", ()))),
+             tuple(getattr(data, "layers", ())), _constraints(obj.constraints),
+             tuple(_constraints(pb.constraints) for pb in pose_bones),
+             _animation(obj), _animation(data), _custom(obj), _custom(data)]
+    try:
+        evaluated = obj.evaluated_get(bpy.context.evaluated_depsgraph_get()).pose.bones
+        parts.append(tuple(tuple((c.influence, c.mute, getattr(c, "is_valid", True)) for c in pb.constraints)
+                           for pb in evaluated))
+    except (AttributeError, RuntimeError, ReferenceError):
+        parts.append(None)
+    if len(pose_bones) and getattr(pose_bones[0], "welman_ik_range", None) is not None:
+        fields = [p.identifier for p in pose_bones[0].welman_ik_range.bl_rna.properties if p.identifier != "rna_type"]
+        parts.append(tuple(tuple(getattr(pb.welman_ik_range, f) for f in fields) for pb in pose_bones))
+    return parts
