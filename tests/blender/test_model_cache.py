@@ -77,14 +77,24 @@ MUTATIONS = {
 }
 
 
-def _two_drags(change, forget: bool) -> tuple[dict, int]:
-    """A fresh scene: a scripted drag, ``change``, a second drag (``forget``: with the kept
-    tree forgotten first). Returns every bone's channels after it and the trees built for it."""
+def _fresh_human():
+    """A fresh scene and no kept tree: the pinned basic human (no keys) and its dragged point."""
     scenes.empty_scene()
     rig_model._MODELS.clear()
     obj = scenes.basic_human()
     obj.welman_ik.keyframes = "NEVER"
-    rest = np.array(obj.matrix_world @ obj.pose.bones[DRAGGED].tail)
+    return obj, np.array(obj.matrix_world @ obj.pose.bones[DRAGGED].tail)
+
+
+def _pose(obj) -> dict:
+    return {pb.name: (tuple(pb.location), tuple(pb.rotation_quaternion), tuple(pb.rotation_euler))
+            for pb in obj.pose.bones}
+
+
+def _two_drags(change, forget: bool) -> tuple[dict, int]:
+    """A fresh scene: a scripted drag, ``change``, a second drag (``forget``: with the kept
+    tree forgotten first). Returns every bone's channels after it and the trees built for it."""
+    obj, rest = _fresh_human()
     assert bpy.ops.welman_ik.drag(bone=DRAGGED, target=tuple(rest + FIRST)) == {"FINISHED"}
     change(obj)
     if forget:
@@ -101,9 +111,7 @@ def _two_drags(change, forget: bool) -> tuple[dict, int]:
         assert bpy.ops.welman_ik.drag(bone=DRAGGED, target=tuple(rest + SECOND)) == {"FINISHED"}
     finally:
         rig_model.RigModel.__init__ = original
-    pose = {pb.name: (tuple(pb.location), tuple(pb.rotation_quaternion), tuple(pb.rotation_euler))
-            for pb in obj.pose.bones}
-    return pose, len(built)
+    return _pose(obj), len(built)
 
 
 def test_an_unchanged_rig_keeps_its_tree_and_ends_where_a_new_tree_would():
@@ -124,21 +132,14 @@ def test_a_change_builds_the_tree_again(name):
 def test_a_new_armature_in_place_of_a_deleted_one_builds_its_own_tree():
     """The kept tree belongs to an armature that is gone; a new one (which may take its
     address) gets a tree of its own, and its drag ends where a newly built tree ends."""
-    scenes.empty_scene()
-    rig_model._MODELS.clear()
-    old = scenes.basic_human()
-    old.welman_ik.keyframes = "NEVER"
-    rest = np.array(old.matrix_world @ old.pose.bones[DRAGGED].tail)
+    old, rest = _fresh_human()
     assert bpy.ops.welman_ik.drag(bone=DRAGGED, target=tuple(rest + FIRST)) == {"FINISHED"}
     bpy.ops.object.mode_set(mode="OBJECT")
     bpy.data.objects.remove(old)
     obj = scenes.basic_human()
     obj.welman_ik.keyframes = "NEVER"
     assert bpy.ops.welman_ik.drag(bone=DRAGGED, target=tuple(rest + SECOND)) == {"FINISHED"}
-    kept = {pb.name: (tuple(pb.location), tuple(pb.rotation_quaternion)) for pb in obj.pose.bones}
-    scenes.empty_scene()
-    rig_model._MODELS.clear()
-    obj = scenes.basic_human()
-    obj.welman_ik.keyframes = "NEVER"
+    kept = _pose(obj)
+    obj, rest = _fresh_human()
     assert bpy.ops.welman_ik.drag(bone=DRAGGED, target=tuple(rest + SECOND)) == {"FINISHED"}
-    assert kept == {pb.name: (tuple(pb.location), tuple(pb.rotation_quaternion)) for pb in obj.pose.bones}
+    assert kept == _pose(obj)

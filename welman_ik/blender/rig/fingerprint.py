@@ -17,6 +17,8 @@ from __future__ import annotations
 import bpy
 import numpy as np
 
+from .overrides import all_fcurves
+
 # Pose channels and what follows them (``refresh`` reads them), and selection: not inputs.
 POSE_CHANNELS = frozenset({
     "location", "rotation_quaternion", "rotation_euler", "rotation_axis_angle", "scale", "matrix_basis", "matrix",
@@ -55,9 +57,7 @@ def _value(value):
     """A property's value as something hashable and comparable."""
     if isinstance(value, (str, int, float, bool)) or value is None:
         return value
-    if isinstance(value, bpy.types.ID):
-        return ("ID", value.name, value.as_pointer())
-    if hasattr(value, "as_pointer"):
+    if hasattr(value, "as_pointer"):  # an ID or another struct: which one it is
         return ("struct", value.as_pointer(), getattr(value, "name", None))
     try:
         return tuple(_value(v) for v in value)
@@ -112,12 +112,8 @@ def _constraints(constraints) -> tuple:
 
 
 def _curves(action) -> tuple:
-    curves = list(getattr(action, "fcurves", None) or ())
-    for layer in getattr(action, "layers", ()):
-        for strip in layer.strips:
-            for bag in getattr(strip, "channelbags", ()):
-                curves.extend(bag.fcurves)
-    return tuple((fc.data_path, fc.array_index, fc.mute, len(fc.keyframe_points), len(fc.modifiers)) for fc in curves)
+    return tuple((fc.data_path, fc.array_index, fc.mute, len(fc.keyframe_points), len(fc.modifiers))
+                 for fc in all_fcurves(action))
 
 
 def _animation(id_data) -> tuple:

@@ -63,7 +63,7 @@ def bone_path(data_path: str) -> tuple[str, str] | None:
     return (_unescape(match.group(1)), match.group(2)) if match else None
 
 
-def _action_fcurves(action) -> list:
+def all_fcurves(action) -> list:
     """Every F-curve of an action, legacy or layered (4.4+; 5.0 has only layered)."""
     fcurves = getattr(action, "fcurves", None)
     if fcurves is not None and len(fcurves):
@@ -133,7 +133,7 @@ def constraint_channels(constraint, pose_bone) -> frozenset:
         if c.action is None:
             return NOTHING
         paths = set()
-        for fcurve in _action_fcurves(c.action):
+        for fcurve in all_fcurves(c.action):
             found = bone_path(fcurve.data_path)
             if found is not None and found[0] == pose_bone.name:
                 paths.add(found[1])
