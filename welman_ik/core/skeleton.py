@@ -62,6 +62,9 @@ def axis_angle_matrices(axis: np.ndarray, angle: np.ndarray) -> np.ndarray:
     return np.eye(3) + s * k + (1.0 - c) * (k @ k)
 
 
+_KEPT = 4  # forward results a skeleton keeps, newest last
+
+
 @dataclass(frozen=True, eq=False)
 class Skeleton:
     """A tree of revolute and prismatic joints, parents before children.
@@ -177,6 +180,7 @@ class Skeleton:
         stack[n] = self.base
         stack[n + 1] = np.eye(4)
         object.__setattr__(self, "_fk_stack", stack)
+        object.__setattr__(self, "_kept", {})
         # Heads: x_h = sum of g_h' = G_parent(h') @ [t_h'; 1] over the non-inheriting
         # ancestors-or-self h' of h; joint k is shifted by the head of its nearest
         # non-inheriting ancestor-or-self, so all shifts are one product ``_shift @ g``.
@@ -210,9 +214,26 @@ class Skeleton:
         return np.clip(q, self.lower, self.upper)
 
     def forward(self, q: np.ndarray) -> Kinematics:
-        """Frames of every joint for joint values ``q`` (n,)."""
+        """Frames of every joint for joint values ``q`` (n,).
+
+        The last few results are kept: a solve evaluates the same configuration several
+        times (its start, the stage checks, the step it accepts), and the answer is a pure
+        function of ``q``. Kept results are read-only, so nobody changes a shared one."""
+        q = np.array(q, dtype=float)  # a copy: the caller may change its array afterwards
+        key = q.tobytes()
+        kept = self._kept.get(key)
+        if kept is not None:
+            return kept
+        kin = self._forward(q)
+        q.flags.writeable = False
+        kin.frames.flags.writeable = False
+        if len(self._kept) >= _KEPT:
+            del self._kept[next(iter(self._kept))]
+        self._kept[key] = kin
+        return kin
+
+    def _forward(self, q: np.ndarray) -> Kinematics:
         n = self.size
-        q = np.asarray(q, dtype=float)
         turn = q * self._revolute
         stack = self._fk_stack.copy()
         stack[:n, :3, :3] += np.sin(turn)[:, None, None] * self._fk_sin + (1.0 - np.cos(turn))[:, None, None] * self._fk_cos
