@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 OUT := out
 RUFF_ARGS := --line-length 120 --target-version py311 --ignore RUF012
 
-.PHONY: all venv demo test test-core test-blender test-blender-5 test-blender-42 e2e lint bench bench-scaling bench-cleanup package clean
+.PHONY: all venv demo test test-core test-blender test-blender-5 test-blender-42 e2e e2e-debs lint bench bench-drag bench-scaling bench-cleanup package clean
 
 all: test
 
@@ -32,15 +32,17 @@ test-blender: venv
 
 E2E_DEBS := blender xvfb xdotool imagemagick python3-numpy python3-threadpoolctl
 
+e2e-debs:
+	dpkg -s $(E2E_DEBS) >/dev/null 2>&1 || { apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(E2E_DEBS) >/dev/null; }
+
 ## e2e: the interactive drag, motion edit and bake in a real Blender 3.4 window (Debian packages, Xvfb, xdotool),
 ## and the batch clean-up run from that Blender executable
 # The second confirm raises the right hand to head height, within the arm's reach: the trunk must stay
 # within 5 degrees. The cancel run is the timing run (P4), gated at 22 ms a mouse event (about 1.9 times
 # today's median of 11.8 ms, so that a 2x slowdown fails): a smaller window draws faster in software, so more of its
 # 100 mouse moves reach the drag and are timed.
-e2e: venv
-	dpkg -s $(E2E_DEBS) >/dev/null 2>&1 || { apt-get update -qq && \
-		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(E2E_DEBS) >/dev/null; }
+e2e: venv e2e-debs
 	$(PYTHON) tests/e2e/run_e2e.py --mode dry-run,confirm,undo,pin-key --output $(OUT)
 	$(PYTHON) tests/e2e/run_e2e.py --mode confirm --drag 66,-117 --trunk-limit 5 --output $(OUT)/raise
 	$(PYTHON) tests/e2e/run_e2e.py --mode cancel --steps 100 --step-sleep 0.35 --screen 1024x640 --p4-limit 22 --output $(OUT)
@@ -78,8 +80,13 @@ lint: venv
 	$(PY) -m ruff check $(RUFF_ARGS) welman_ik tests scripts
 	$(VENV)/bin/lint-imports
 
-## bench: time per drag step against Blender's own IK
-bench: venv
+## bench: the speed aims S1-S5 beside Blender's own IK and bake from the same run (S5: a real-window drag first)
+bench: venv e2e-debs
+	$(PYTHON) tests/e2e/run_e2e.py --mode cancel --steps 100 --step-sleep 0.35 --screen 1024x640 --output $(OUT)/bench
+	$(PY) scripts/bench.py --window $(OUT)/bench/e2e_cancel.json
+
+## bench-drag: time per drag step of every solver against Blender's Standard IK and iTaSC
+bench-drag: venv
 	$(PY) scripts/bench_drag.py
 
 ## bench-scaling: time per drag step against the number of bones (50 to 2000), ours and Blender's; docs/images/scaling.png

@@ -73,8 +73,9 @@ def select(obj, names) -> None:
         set_selected(pb, pb.name in names)
 
 
-def profiled(call, top: int = 25) -> str:
-    """Run ``call()`` under cProfile; the ``top`` entries by cumulative and by own time."""
+def profiled(call, top: int = 25, callees: str = "") -> str:
+    """Run ``call()`` under cProfile; the ``top`` entries by cumulative and by own time, and
+    what the functions matching ``callees`` (a pstats pattern) called, if given."""
     profiler = cProfile.Profile()
     profiler.enable()
     call()
@@ -83,4 +84,6 @@ def profiled(call, top: int = 25) -> str:
     stats = pstats.Stats(profiler, stream=out).strip_dirs()
     stats.sort_stats("cumulative").print_stats(top)
     stats.sort_stats("tottime").print_stats(top)
+    if callees:
+        stats.sort_stats("cumulative").print_callees(callees)
     return out.getvalue()
