@@ -156,3 +156,31 @@ def test_constructor_rejects_zero_axis_and_normalises() -> None:
     sk = Skeleton(**_skeleton_kwargs([-1, 0], [[0, 0, 3], [1, 1, 0]]))
     np.testing.assert_allclose(np.linalg.norm(sk.axis, axis=1), 1.0)
     np.testing.assert_allclose(sk.axis[1], [2**-0.5, 2**-0.5, 0.0])
+
+
+def test_kept_forward_results_are_the_fresh_ones_and_cannot_be_changed() -> None:
+    """A solve evaluates the same joint values several times; the skeleton keeps its last
+    results. A kept result is bit-identical to a fresh evaluation, follows the values and not
+    the caller's array (changed in place after the call), and is read-only, so that no
+    caller can change what another one is given."""
+    rng = np.random.default_rng(3)
+    sk = random_tree(rng, 12, p_prismatic=0.2)
+    fresh = random_tree(np.random.default_rng(3), 12, p_prismatic=0.2)  # the same tree, nothing kept
+    configurations = [rng.uniform(-np.pi, np.pi, sk.size) for _ in range(20)]
+    for i, q in enumerate(configurations):
+        first = sk.forward(q)
+        again = sk.forward(q.copy())
+        assert again is first  # kept
+        np.testing.assert_array_equal(first.frames, fresh.forward(q).frames)
+        if i > 0:  # the one before is still kept, and still right
+            earlier = configurations[i - 1]
+            np.testing.assert_array_equal(sk.forward(earlier).frames, fresh.forward(earlier).frames)
+    q = configurations[0].copy()
+    kin = sk.forward(q)
+    q += 0.5  # the caller's array changes; the result stays the one of the values it was given
+    np.testing.assert_array_equal(kin.q, configurations[0])
+    np.testing.assert_array_equal(sk.forward(q).frames, fresh.forward(q).frames)
+    with pytest.raises(ValueError):
+        kin.frames[0, 0, 3] = 1.0
+    with pytest.raises(ValueError):
+        kin.q[0] = 1.0

@@ -62,7 +62,7 @@ def axis_angle_matrices(axis: np.ndarray, angle: np.ndarray) -> np.ndarray:
     return np.eye(3) + s * k + (1.0 - c) * (k @ k)
 
 
-_KEPT = 4  # forward results a skeleton keeps, newest last
+_KEPT = 8  # forward results a skeleton keeps (a scripted SR drag: 10 evaluations, 5 distinct)
 
 
 @dataclass(frozen=True, eq=False)
