@@ -8,7 +8,7 @@ import bpy
 import numpy as np
 import pytest
 from conftest import channels
-from mathutils import Euler, Quaternion
+from mathutils import Euler, Quaternion, Vector
 
 from welman_ik.blender.rig.channels import AXES, FEW_ROWS
 from welman_ik.blender.rig.evaluated import anchor_points
@@ -219,3 +219,50 @@ def test_many_bones_of_one_mode(bare_human, mode):
     assert_evaluated_follows(obj, model, q)
     model.write(model.q0)
     assert channels(obj) == before
+
+
+def _mathutils_euler(pose_bone, order: str, compatible: Euler | None) -> Euler:
+    """One bone's rotation as Euler angles in ``order``, by mathutils, bone by bone."""
+    mode = pose_bone.rotation_mode
+    if mode == order:
+        return pose_bone.rotation_euler.copy()
+    if mode == "QUATERNION":
+        rotation = pose_bone.rotation_quaternion.normalized()
+    elif mode == "AXIS_ANGLE":
+        angle, *axis = pose_bone.rotation_axis_angle
+        axis = Vector(axis)
+        rotation = Quaternion(axis.normalized() if axis.length > 0 else Vector((0.0, 1.0, 0.0)), angle)
+    else:
+        rotation = pose_bone.rotation_euler.to_matrix()
+    return rotation.to_euler(order, compatible) if compatible is not None else rotation.to_euler(order)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_reading_every_bone_at_once_gives_what_mathutils_gives_bone_by_bone(bare_human, seed):
+    """``read_eulers`` (every bone in one pass over arrays) against mathutils bone by bone: every
+    rotation mode, every Euler order to read in, channels far from rest (unnormalised and
+    zero quaternions, angles past a turn, a zero axis, the gimbal lock), with and without
+    angles to stay close to: within mathutils' single precision."""
+    from welman_ik.blender.rig.channels import EULER_ORDERS, PoseArrays, order_axes, read_eulers
+
+    rng = np.random.default_rng(seed)
+    pose_bones = bare_human.pose.bones
+    modes, orders = ["QUATERNION", "AXIS_ANGLE", *sorted(EULER_ORDERS)], sorted(EULER_ORDERS)
+    wanted = []
+    for i, pb in enumerate(pose_bones):
+        pb.rotation_mode = modes[i % len(modes)]
+        pb.rotation_quaternion = (0.0, 0.0, 0.0, 0.0) if i == 3 else rng.normal(size=4) * rng.uniform(0.2, 3.0)
+        pb.rotation_euler = (0.3, math.pi / 2, -0.7) if i % 5 == 0 else rng.uniform(-7.0, 7.0, 3)  # locked at 5s
+        pb.rotation_axis_angle = (rng.uniform(-7.0, 7.0), *((0.0, 0.0, 0.0) if i == 1 else rng.normal(size=3)))
+        wanted.append(pb.rotation_mode if i % 4 == 0 and pb.rotation_mode in EULER_ORDERS else orders[i % 6])
+    wanted = np.array(wanted)
+    rows, previous = np.arange(len(pose_bones)), rng.uniform(-7.0, 7.0, (len(pose_bones), 3))
+    pose = PoseArrays(pose_bones)
+    read = read_eulers(pose, rows, wanted, order_axes(wanted))
+    near = read_eulers(pose, rows, wanted, order_axes(wanted), previous)
+    for i, pb in enumerate(pose_bones):
+        np.testing.assert_allclose(read[i], _mathutils_euler(pb, wanted[i], None), atol=1e-5, err_msg=pb.name)
+        np.testing.assert_allclose(near[i], _mathutils_euler(pb, wanted[i], Euler(previous[i].tolist(), wanted[i])),
+                                   atol=1e-5, err_msg=pb.name)
+        if pb.rotation_mode == wanted[i]:  # the channels themselves, exactly
+            assert tuple(read[i]) == tuple(pb.rotation_euler)

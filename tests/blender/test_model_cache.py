@@ -70,6 +70,7 @@ MUTATIONS = {
     "driver": _driver,
     "joint range": _range,
     "inherit rotation": lambda obj: setattr(obj.data.bones["hand.R"], "use_inherit_rotation", False),
+    "inherit scale": lambda obj: setattr(obj.data.bones["forearm.R"], "inherit_scale", "NONE"),  # an enum, read in bulk
     "armature moved": lambda obj: setattr(obj, "location", (0.3, 0.0, 0.0)),
     "pose scale": lambda obj: setattr(obj.pose.bones["upper_arm.R"], "scale", (1.2, 1.2, 1.2)),
     "pin added": _pin_head,

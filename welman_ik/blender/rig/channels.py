@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import math
 
+import bpy
 import numpy as np
 from mathutils import Euler, Quaternion, Vector
 
 HINGE_ORDER = "XYZ"  # Euler order used to split quaternion and axis-angle rotations
 AXES = "XYZ"
 EULER_ORDERS = {"XYZ", "XZY", "YXZ", "YZX", "ZXY", "ZYX"}
+# ``foreach_get`` reads enum properties as their values from Blender 4.2 on (3.4 gives other numbers).
+ENUMS_IN_BULK = bpy.app.version >= (4, 2, 0)
 
 
 def bone_order(pose_bone) -> str:
@@ -38,18 +41,6 @@ def bone_quaternion(pose_bone) -> Quaternion:
         angle, *axis = pose_bone.rotation_axis_angle
         return Quaternion(Vector(axis).normalized() if Vector(axis).length > 0 else Vector((0, 1, 0)), angle)
     return pose_bone.rotation_euler.to_quaternion()
-
-
-def bone_euler(pose_bone, order: str = HINGE_ORDER, compatible: Euler | None = None) -> Euler:
-    """The bone's rotation as Euler angles in ``order`` (its hinge order); with
-    ``compatible``, the equivalent angles closest to those."""
-    if pose_bone.rotation_mode == order:
-        return pose_bone.rotation_euler.copy()
-    if pose_bone.rotation_mode in EULER_ORDERS:
-        rotation = pose_bone.rotation_euler.to_matrix()
-    else:
-        rotation = bone_quaternion(pose_bone)
-    return rotation.to_euler(order, compatible) if compatible is not None else rotation.to_euler(order)
 
 
 ROTATION_SLOTS = {"rotation_quaternion": 1, "rotation_euler": 2, "rotation_axis_angle": 3}
@@ -141,6 +132,7 @@ def rotation_channels(pose_bone, euler: Euler) -> tuple[str, tuple]:
 ROTATION_PATHS = {"QUATERNION": "rotation_quaternion", "AXIS_ANGLE": "rotation_axis_angle"}  # Euler: rotation_euler
 EULER_HYPOT_EPSILON = 1e-12  # below it the middle angle is at +-90 degrees (gimbal lock)
 FEW_ROWS = 8  # up to this many rotations, mathutils one by one is faster than the array operations
+FEW_READS = 128  # the same for reading them: the arrays' work is larger, mathutils' no different
 
 
 def rotation_path(mode: str) -> str:
@@ -153,12 +145,13 @@ class PoseArrays:
     in ``pose.bones`` order, read and written in bulk (``foreach_get``/``foreach_set``):
     each channel is read on first use; ``flush`` writes back the ones that were set."""
 
-    SIZES = {"location": 3, "rotation_quaternion": 4, "rotation_euler": 3, "rotation_axis_angle": 4}
+    SIZES = {"location": 3, "rotation_quaternion": 4, "rotation_euler": 3, "rotation_axis_angle": 4, "scale": 3}
 
     def __init__(self, pose_bones):
         self.pose_bones = pose_bones
         self.arrays: dict[str, np.ndarray] = {}
         self.changed: set[str] = set()
+        self._modes = None
 
     def __getitem__(self, channel: str) -> np.ndarray:
         if channel not in self.arrays:
@@ -166,6 +159,18 @@ class PoseArrays:
             self.pose_bones.foreach_get(channel, values.ravel())
             self.arrays[channel] = values
         return self.arrays[channel]
+
+    @property
+    def modes(self) -> np.ndarray:
+        """Every pose bone's rotation mode (n,) ('QUATERNION', 'XYZ', ..., 'AXIS_ANGLE')."""
+        if self._modes is None:
+            if ENUMS_IN_BULK:
+                values = np.empty(len(self.pose_bones), dtype=np.int32)  # (an enum: 32-bit ints, whatever the buffer)
+                self.pose_bones.foreach_get("rotation_mode", values)
+                self._modes = _mode_names()[values]
+            else:
+                self._modes = np.array([pb.rotation_mode for pb in self.pose_bones], dtype=str).reshape(-1)
+        return self._modes
 
     def set(self, channel: str, rows: np.ndarray, values: np.ndarray) -> None:
         self[channel][rows] = values
@@ -177,6 +182,69 @@ class PoseArrays:
         for channel in self.changed:
             self.pose_bones.foreach_set(channel, self.arrays[channel].ravel())
         return bool(self.changed)
+
+
+_MODE_NAMES: list = []  # the rotation modes' names by their enum values, once
+
+
+def _mode_names() -> np.ndarray:
+    """The names of the rotation modes indexed by their enum values (a negative value, as
+    'AXIS_ANGLE''s, indexes from the end)."""
+    if not _MODE_NAMES:
+        items = {i.value: i.identifier for i in bpy.types.PoseBone.bl_rna.properties["rotation_mode"].enum_items}
+        table = np.empty(max(items) + 1 - min(min(items), 0), dtype=object)
+        for value, name in items.items():
+            table[value] = name
+        _MODE_NAMES.append(table.astype(str))
+    return _MODE_NAMES[0]
+
+
+def _bone_euler(pose_bone, order: str, compatible: Euler | None) -> Euler:
+    """One bone's rotation as Euler angles in ``order`` (mathutils, in single precision)."""
+    if pose_bone.rotation_mode in EULER_ORDERS:
+        rotation = pose_bone.rotation_euler.to_matrix()
+    else:
+        rotation = bone_quaternion(pose_bone)
+    return rotation.to_euler(order, compatible) if compatible is not None else rotation.to_euler(order)
+
+
+def read_eulers(pose: PoseArrays, rows: np.ndarray, orders: np.ndarray, axes: np.ndarray,
+                previous: np.ndarray | None = None) -> np.ndarray:
+    """Each pose bone ``rows`` (n,) of ``pose``'s rotation as Euler angles (n, 3) [x y z] in
+    its order (``orders`` (n,) and their ``axes``): the channels themselves for an Euler bone
+    in that order, else the decomposition Blender's ``to_euler(order)`` picks, or with
+    ``previous`` (n, 3) its ``to_euler(order, compatible)``: bone by bone with mathutils for
+    up to ``FEW_READS`` bones, in double precision on arrays for more."""
+    modes = pose.modes[rows]
+    out = np.empty((len(rows), 3))
+    same = modes == orders
+    out[same] = pose["rotation_euler"][rows[same]]
+    other = np.flatnonzero(~same)
+    if not other.size:
+        return out
+    if other.size <= FEW_READS:
+        pose_bones, near = pose.pose_bones, None if previous is None else previous[other].tolist()
+        out[other] = [_bone_euler(pose_bones[row], order, None if near is None else Euler(near[k], order))
+                      for k, (row, order) in enumerate(zip(rows[other].tolist(), orders[other].tolist()))]
+        return out
+    quat = np.empty((other.size, 4))
+    modes, others = modes[other], rows[other]
+    kinds = {"QUATERNION": modes == "QUATERNION", "AXIS_ANGLE": modes == "AXIS_ANGLE"}
+    euler = ~(kinds["QUATERNION"] | kinds["AXIS_ANGLE"])
+    if kinds["QUATERNION"].any():
+        held = pose["rotation_quaternion"][others[kinds["QUATERNION"]]].astype(float)
+        length = np.linalg.norm(held, axis=1)[:, None]
+        quat[kinds["QUATERNION"]] = np.where(length > 0.0, held / np.where(length > 0.0, length, 1.0), (1.0, 0.0, 0.0, 0.0))
+    if kinds["AXIS_ANGLE"].any():
+        held = pose["rotation_axis_angle"][others[kinds["AXIS_ANGLE"]]].astype(float)
+        length = np.linalg.norm(held[:, 1:], axis=1)[:, None]
+        unit = np.where(length > 0.0, held[:, 1:] / np.where(length > 0.0, length, 1.0), (0.0, 1.0, 0.0))
+        quat[kinds["AXIS_ANGLE"]] = np.hstack([np.cos(0.5 * held[:, :1]), np.sin(0.5 * held[:, :1]) * unit])
+    if euler.any():
+        quat[euler] = euler_quaternions(pose["rotation_euler"][others[euler]], order_axes(modes[euler]))
+    start = np.zeros((other.size, 3)) if previous is None else previous[other]
+    out[other] = matrix_eulers(quaternion_matrices(quat), axes[other], start)
+    return out
 
 
 def order_axes(orders) -> np.ndarray:

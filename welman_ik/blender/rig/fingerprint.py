@@ -6,17 +6,18 @@ location, the armature's transform and the orientations the rig drives).
 It is a superset of what the model reads, so a change that does not matter may rebuild the
 tree, and a change that matters always does: the bones' rest data and hierarchy, every
 setting of the bones and pose bones but their pose channels and selection, their custom
-properties (drivers read them), the bone collections or layers and their visibility, every
+properties (drivers read them) and joint ranges, the bone collections or layers and their visibility, every
 constraint of the armature and its bones as set and as evaluated (an influence a driver sets),
 the actions Action constraints play, the drivers and the animated channels of the armature
-and its data, and the scene's frame. Numeric settings are read in bulk (``foreach_get``),
-the rest property by property."""
+and its data, and the scene's frame. Numeric and enum settings are read in bulk
+(``foreach_get``), the rest property by property."""
 
 from __future__ import annotations
 
 import bpy
 import numpy as np
 
+from .channels import ENUMS_IN_BULK
 from .overrides import all_fcurves
 
 # Pose channels and what follows them (``refresh`` reads them), and selection: not inputs.
@@ -28,6 +29,11 @@ POSE_ONLY = frozenset({"bbone_curveinx", "bbone_curveinz", "bbone_curveoutx", "b
                        "bbone_rollout", "bbone_easein", "bbone_easeout", "bbone_scalein", "bbone_scaleout",
                        "bbone_translation", "bbone_rotation", "bbone_scale"})
 _NUMERIC = {"FLOAT": np.float64, "INT": np.int64, "BOOLEAN": bool}
+RANGE = "welman_ik_range"  # a pose bone's joint range, an input of the tree
+# Before Blender 5.0 the properties add-ons register are stored with the custom properties, so
+# a pose bone's joint range is read with them at no cost; from 5.0 on they are apart, read field
+# by field.
+RANGE_IN_CUSTOM = bpy.app.version < (5, 0, 0)
 
 
 def _plan(rna, skip) -> tuple[list, list]:
@@ -45,7 +51,10 @@ def _plan(rna, skip) -> tuple[list, list]:
                 bulk.append((name, _NUMERIC[prop.type], max(getattr(prop, "array_length", 0), 1)))
                 continue
             if prop.type == "ENUM":  # (names and parents are read apart; other pointers and strings do not matter)
-                single.append(name)
+                if prop.is_enum_flag or not ENUMS_IN_BULK:
+                    single.append(name)
+                else:  # read in bulk as the items' values
+                    bulk.append((name, np.int32, 1))  # (32-bit ints, whatever the buffer says)
         found = _PLANS[key] = (bulk, single)
     return found
 
@@ -59,6 +68,10 @@ def _value(value):
         return value
     if hasattr(value, "as_pointer"):  # an ID or another struct: which one it is
         return ("struct", value.as_pointer(), getattr(value, "name", None))
+    if hasattr(value, "to_dict"):  # a group of custom properties: the values set in it
+        return tuple(sorted((key, _value(item)) for key, item in value.to_dict().items()))
+    if isinstance(value, dict):
+        return tuple(sorted((key, _value(item)) for key, item in value.items()))
     try:
         return tuple(_value(v) for v in value)
     except TypeError:
@@ -128,13 +141,16 @@ def _animation(id_data) -> tuple:
 
 
 def _custom(item) -> tuple:
-    """An item's custom (ID) properties."""
+    """An item's custom (ID) properties, with a pose bone's joint range (stored as one: the
+    values set in it) among them."""
     try:
-        # (the add-on's own settings are not inputs of the tree: its pins and figures change at every drag)
-        return tuple((key, _value(item[key])) for key in item.keys()  # noqa: SIM118 - an ID property group
-                     if not key.startswith("welman_ik"))
+        # (the add-on's other settings are not inputs of the tree: its pins and figures change at every drag)
+        found = [(key, _value(item[key])) for key in item.keys()  # noqa: SIM118 - an ID property group
+                 if key == RANGE or not key.startswith("welman_ik")]
     except TypeError:
         return ()
+    # (a range nothing was set in reads as none: reading it the first time makes it, empty)
+    return tuple((key, value) for key, value in found if value != () or key != RANGE)
 
 
 def fingerprint(obj) -> list:
@@ -153,13 +169,13 @@ def fingerprint(obj) -> list:
              tuple(getattr(data, "layers", ())), _constraints(obj.constraints),
              tuple(_constraints(pb.constraints) for pb in pose_bones),
              _animation(obj), _animation(data), _custom(obj), _custom(data)]
+    if not RANGE_IN_CUSTOM and len(pose_bones) and getattr(pose_bones[0], RANGE, None) is not None:
+        fields = [p.identifier for p in getattr(pose_bones[0], RANGE).bl_rna.properties if p.identifier != "rna_type"]
+        parts.append(tuple(tuple(getattr(getattr(pb, RANGE), f) for f in fields) for pb in pose_bones))
     try:
         evaluated = obj.evaluated_get(bpy.context.evaluated_depsgraph_get()).pose.bones
         parts.append(tuple(tuple((c.influence, c.mute, getattr(c, "is_valid", True)) for c in pb.constraints)
                            for pb in evaluated))
     except (AttributeError, RuntimeError, ReferenceError):
         parts.append(None)
-    if len(pose_bones) and getattr(pose_bones[0], "welman_ik_range", None) is not None:
-        fields = [p.identifier for p in pose_bones[0].welman_ik_range.bl_rna.properties if p.identifier != "rna_type"]
-        parts.append(tuple(tuple(getattr(pb.welman_ik_range, f) for f in fields) for pb in pose_bones))
     return parts

@@ -16,7 +16,6 @@ import dataclasses
 import math
 
 import numpy as np
-from mathutils import Euler
 
 from ...core import Skeleton
 from ...core.ranges import SphericalRanges
@@ -24,7 +23,7 @@ from ...core.threads import single_threaded
 from . import driven
 from .channels import (
     AXES,
-    bone_euler,
+    PoseArrays,
     bone_order,
     bone_quaternion,
 )
@@ -100,8 +99,15 @@ class RigModel:
             mobility=np.array(tree["mobility"]), base=world, inherits=np.array(tree["inherits"]),
         )
         self.declared_ranges = self._declared_ranges()
-        self.back = WriteBack(obj, self.bones, self.skeleton.size)  # the way back to the pose bones
-        self._start(self._read())
+        self.back = WriteBack(obj, self.bones, self.skeleton.size)  # the way between the tree and the pose bones
+        # The channels built into the fixed transforms (``fixed_channels``): every bone's scale,
+        # and the location of those whose head it places; the tree fits while they hold.
+        shapes = [b.shape for b in self.bones.values()]
+        placed = np.array([location is not None for _, location in shapes], dtype=bool)
+        self._fixed = (np.array([scale for scale, _ in shapes], dtype=np.float32).reshape(-1, 3), placed,
+                       np.array([location for _, location in shapes if location is not None],
+                                dtype=np.float32).reshape(-1, 3))
+        self._start(self.back.read())
 
     def _declared_ranges(self) -> SphericalRanges | None:
         """The spherical ranges (``pose_bone.welman_ik_range``) in use on bones that may turn
@@ -127,32 +133,14 @@ class RigModel:
 
     # -- reading the pose ------------------------------------------------------------
 
-    def _read(self, near: np.ndarray | None = None) -> np.ndarray:
-        """Joint values of the pose bones' current channels; with ``near``, a quaternion's
-        Euler angles are the ones closest to those values (no jumps between equivalent
-        angles from one frame to the next)."""
-        pose_bones = self.object.pose.bones
-        q = np.empty(self.skeleton.size)
-        for name, b in self.bones.items():
-            pb = pose_bones[name]
-            compatible = None
-            if near is not None:
-                compatible = Euler([float(near[b.hinges[a]]) for a in AXES], b.order)
-            euler = bone_euler(pb, b.order, compatible)
-            for letter, j in b.hinges.items():
-                q[j] = euler[AXES.index(letter)]
-            for letter, j in b.slides.items():
-                q[j] = pb.location[AXES.index(letter)]
-        return q
-
     def read(self) -> np.ndarray:
         """Joint values of the pose bones' current channels, as a new model reads them."""
-        return self._read()
+        return self.back.read()
 
-    def _start(self, q: np.ndarray) -> None:
+    def _start(self, q: np.ndarray, pose: PoseArrays | None = None) -> None:
         """Take joint values ``q`` (what the pose bones hold) as the start of a solve."""
         self.q0 = q
-        self.originals = self.back.start(q)  # each bone's channels as read
+        self.originals = self.back.start(q, pose)  # each bone's channels as read
         # A bone posed past its limits by hand is not snapped back; it may only move back
         # toward them.
         lower, upper = np.minimum(self.limits[0], q), np.maximum(self.limits[1], q)
@@ -169,14 +157,16 @@ class RigModel:
         tree itself no longer fits: a scale, an unconnected bone's location, the armature's
         transform or an orientation the rig drives changed. Build a new model then."""
         pose_bones = self.object.pose.bones
-        if any(fixed_channels(pose_bones[name], name in self.translating) != b.shape
-               for name, b in self.bones.items()):
+        pose = PoseArrays(pose_bones)
+        rows = self.back.rows
+        scale, placed, location = self._fixed
+        if not (np.array_equal(pose["scale"][rows], scale) and np.array_equal(pose["location"][rows[placed]], location)):
             return False
         if not np.array_equal(_np(self.object.matrix_world), self.skeleton.base):
             return False
         if any(tuple(map(tuple, pose_bones[name].matrix)) != matrix for name, matrix in self.turned.items()):
             return False
-        self._start(self._read(near=self.q0) if continuous else self._read())
+        self._start(self.back.read(near=self.q0 if continuous else None, pose=pose), pose)
         return True
 
     @property

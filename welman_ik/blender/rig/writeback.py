@@ -1,13 +1,43 @@
-"""The way back from a hinge tree to the pose bones: joint values turned into each bone's
-channels in its own rotation mode, continuous with the values the bones held, written in
-bulk (``write``) or only worked out (``channels``). A bone that did not move keeps its
-channels exactly as they were read."""
+"""The way between a hinge tree and the pose bones: the bones' channels read as joint values
+(``read``), and joint values turned into each bone's channels in its own rotation mode,
+continuous with the values the bones held, written in bulk (``write``) or only worked out
+(``channels``). A bone that did not move keeps its channels exactly as they were read."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import numpy as np
 
-from .channels import AXES, EULER_ORDERS, ROTATION_VALUES, BoneChannels, PoseArrays, order_axes, rotation_path
+from .channels import (
+    AXES,
+    EULER_ORDERS,
+    ROTATION_VALUES,
+    BoneChannels,
+    PoseArrays,
+    order_axes,
+    read_eulers,
+    rotation_path,
+)
+
+
+class Originals(Mapping):
+    """Each bone's channels as read (name -> ``BoneChannels``), made when asked for: a bake
+    keeps every frame's, a drag none."""
+
+    def __init__(self, names: list[str], channels: dict[str, np.ndarray]):
+        self._index = {name: i for i, name in enumerate(names)}
+        self._channels = channels
+
+    def __getitem__(self, name: str) -> BoneChannels:
+        i = self._index[name]
+        return BoneChannels(values=tuple(tuple(values[i].tolist()) for values in self._channels.values()))
+
+    def __iter__(self):
+        return iter(self._index)
+
+    def __len__(self) -> int:
+        return len(self._index)
 
 
 class WriteBack:
@@ -23,23 +53,36 @@ class WriteBack:
         # Euler order.
         row = {pb.name: i for i, pb in enumerate(pose_bones)}  # ``find`` is a linear search
         self.bones = bones
-        self._rows = np.array([row[name] for name in bones], dtype=np.intp)
+        self.rows = self._rows = np.array([row[name] for name in bones], dtype=np.intp)
         none = [size] * 3
         self._joints = np.array([[*(b.hinges[a] for a in AXES), *((b.slides[a] for a in AXES) if b.slides else none)]
                                  for b in bones.values()], dtype=np.intp).reshape(-1, 6)
-        self._axes = order_axes([b.order for b in bones.values()])
+        self._orders = np.array([b.order for b in bones.values()], dtype=str).reshape(-1)
+        self._axes = order_axes(self._orders)
+        self.size = size
         self._names = list(bones)
 
-    def start(self, q: np.ndarray) -> dict:
-        """Take joint values ``q`` as what the pose bones hold now; returns each bone's
-        channels as read (name -> ``BoneChannels``)."""
+    def read(self, near: np.ndarray | None = None, pose: PoseArrays | None = None) -> np.ndarray:
+        """Joint values of the pose bones' channels (``pose``: as read already), all bones at
+        once; with ``near``, the Euler angles of a bone not stored in its hinges' order are
+        the equivalent ones closest to those values (no jumps between equivalent angles from
+        one frame to the next)."""
+        pose = PoseArrays(self.object.pose.bones) if pose is None else pose
+        hinges, slides = self._joints[:, :3], self._joints[:, 3:]
+        q = np.empty(self.size + 1)  # the last: where the slides of a bone without any go
+        q[hinges] = read_eulers(pose, self._rows, self._orders, self._axes,
+                                None if near is None else np.append(near, 0.0)[hinges])
+        q[slides] = pose["location"][self._rows]
+        return q[:-1]
+
+    def start(self, q: np.ndarray, pose: PoseArrays | None = None) -> dict:
+        """Take joint values ``q`` as what the pose bones hold now (``pose``: as read already);
+        returns each bone's channels as read (name -> ``BoneChannels``)."""
         self._at_start = self._held = self.values(q)  # by bone: at the start, and as the pose bones hold them
-        pose_bones = self.object.pose.bones
-        pose = PoseArrays(pose_bones)
+        pose = PoseArrays(self.object.pose.bones) if pose is None else pose
         self._originals = {channel: pose[channel][self._rows] for channel in BoneChannels.CHANNELS}
-        rows = zip(*(values.tolist() for values in self._originals.values()))
-        originals = {name: BoneChannels(values=tuple(map(tuple, row))) for name, row in zip(self.bones, rows)}
-        modes = [pose_bones[name].rotation_mode for name in self.bones]
+        originals = Originals(self._names, self._originals)
+        modes = pose.modes[self._rows].tolist()
         self._paths = np.array([rotation_path(mode) for mode in modes], dtype=str)
         self._by_path = {path: self._paths == path for path in ROTATION_VALUES if path in self._paths}
         # An Euler bone's own order (the others': their hinges').
