@@ -174,10 +174,12 @@ def _solve(problem: Problem, q0, deadline: float, swapped: bool = False) -> Solv
     # steps overshoot), lowered back toward the setting when it is taken.
     damping = [problem.damping] * len(groups)
 
+    group_index = [np.array(g, dtype=np.intp) for g in groups]  # (indexing with a list converts it every time)
+
     def level_distances(errs) -> list[float]:
         """Weighted RMS distance of each level's goals [m]."""
         return [float(np.sqrt(w @ errs[g] ** 2 / total)) if total > 0 else 0.0
-                for g, (w, total) in zip(groups, group_weights)]
+                for g, (w, total) in zip(group_index, group_weights)]
 
     preferred = problem.reference is not None and problem.reference_weight > 0.0 and len(goals) > 0
     if preferred:
@@ -314,7 +316,7 @@ def _solve(problem: Problem, q0, deadline: float, swapped: bool = False) -> Solv
         new_q, new_kin = None, None
         start = level_distances(errors)
         reference = list(start)
-        for level, (group, part) in enumerate(zip(groups, parts)):
+        for level, (group, part) in enumerate(zip(group_index, parts)):
             if not part.any():
                 continue
             met = bool(np.all(errors[group] <= tol))
