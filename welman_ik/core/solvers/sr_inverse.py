@@ -154,7 +154,8 @@ def _solve(problem: Problem, q0, deadline: float, swapped: bool = False) -> Solv
     movable = problem.movable()
     goals = list(problem.goals)
     priorities = sorted({g.priority for g in goals})
-    groups = [[i for i, g in enumerate(goals) if g.priority == p] for p in priorities]
+    # (index arrays, made once: indexing with a list converts it at every use)
+    groups = [np.array([i for i, g in enumerate(goals) if g.priority == p], dtype=np.intp) for p in priorities]
     if swapped:
         groups[0], groups[1] = groups[1], groups[0]
     weights = np.array([g.weight for g in goals])
@@ -174,12 +175,10 @@ def _solve(problem: Problem, q0, deadline: float, swapped: bool = False) -> Solv
     # steps overshoot), lowered back toward the setting when it is taken.
     damping = [problem.damping] * len(groups)
 
-    group_index = [np.array(g, dtype=np.intp) for g in groups]  # (indexing with a list converts it every time)
-
     def level_distances(errs) -> list[float]:
         """Weighted RMS distance of each level's goals [m]."""
         return [float(np.sqrt(w @ errs[g] ** 2 / total)) if total > 0 else 0.0
-                for g, (w, total) in zip(group_index, group_weights)]
+                for g, (w, total) in zip(groups, group_weights)]
 
     preferred = problem.reference is not None and problem.reference_weight > 0.0 and len(goals) > 0
     if preferred:
@@ -316,7 +315,7 @@ def _solve(problem: Problem, q0, deadline: float, swapped: bool = False) -> Solv
         new_q, new_kin = None, None
         start = level_distances(errors)
         reference = list(start)
-        for level, (group, part) in enumerate(zip(group_index, parts)):
+        for level, (group, part) in enumerate(zip(groups, parts)):
             if not part.any():
                 continue
             met = bool(np.all(errors[group] <= tol))
