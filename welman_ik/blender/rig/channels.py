@@ -9,6 +9,7 @@ bone held, so keys interpolate cleanly. The conversions work on arrays of bones 
 
 from __future__ import annotations
 
+import functools
 import math
 
 import bpy
@@ -184,19 +185,15 @@ class PoseArrays:
         return bool(self.changed)
 
 
-_MODE_NAMES: list = []  # the rotation modes' names by their enum values, once
-
-
+@functools.cache
 def _mode_names() -> np.ndarray:
     """The names of the rotation modes indexed by their enum values (a negative value, as
     'AXIS_ANGLE''s, indexes from the end)."""
-    if not _MODE_NAMES:
-        items = {i.value: i.identifier for i in bpy.types.PoseBone.bl_rna.properties["rotation_mode"].enum_items}
-        table = np.empty(max(items) + 1 - min(min(items), 0), dtype=object)
-        for value, name in items.items():
-            table[value] = name
-        _MODE_NAMES.append(table.astype(str))
-    return _MODE_NAMES[0]
+    items = {i.value: i.identifier for i in bpy.types.PoseBone.bl_rna.properties["rotation_mode"].enum_items}
+    table = np.empty(max(items) + 1 - min(min(items), 0), dtype=object)
+    for value, name in items.items():
+        table[value] = name
+    return table.astype(str)
 
 
 def _bone_euler(pose_bone, order: str, compatible: Euler | None) -> Euler:
@@ -236,10 +233,7 @@ def read_eulers(pose: PoseArrays, rows: np.ndarray, orders: np.ndarray, axes: np
         length = np.linalg.norm(held, axis=1)[:, None]
         quat[kinds["QUATERNION"]] = np.where(length > 0.0, held / np.where(length > 0.0, length, 1.0), (1.0, 0.0, 0.0, 0.0))
     if kinds["AXIS_ANGLE"].any():
-        held = pose["rotation_axis_angle"][others[kinds["AXIS_ANGLE"]]].astype(float)
-        length = np.linalg.norm(held[:, 1:], axis=1)[:, None]
-        unit = np.where(length > 0.0, held[:, 1:] / np.where(length > 0.0, length, 1.0), (0.0, 1.0, 0.0))
-        quat[kinds["AXIS_ANGLE"]] = np.hstack([np.cos(0.5 * held[:, :1]), np.sin(0.5 * held[:, :1]) * unit])
+        quat[kinds["AXIS_ANGLE"]] = axis_angle_quaternions(pose["rotation_axis_angle"][others[kinds["AXIS_ANGLE"]]])
     if euler.any():
         quat[euler] = euler_quaternions(pose["rotation_euler"][others[euler]], order_axes(modes[euler]))
     start = np.zeros((other.size, 3)) if previous is None else previous[other]
@@ -374,15 +368,21 @@ def quaternion_values(angles: np.ndarray, axes: np.ndarray, mode_axes: np.ndarra
     return quat
 
 
+def axis_angle_quaternions(values: np.ndarray) -> np.ndarray:
+    """Unit quaternions (n, 4) of axis-angle channels (n, 4) (angle, axis); a zero axis is +Y,
+    as Blender takes it."""
+    values = np.asarray(values, dtype=float)
+    length = np.linalg.norm(values[:, 1:], axis=1)[:, None]
+    unit = np.where(length > 0.0, values[:, 1:] / np.where(length > 0.0, length, 1.0), (0.0, 1.0, 0.0))
+    return np.concatenate([np.cos(0.5 * values[:, :1]), np.sin(0.5 * values[:, :1]) * unit], axis=1)
+
+
 def axis_angle_values(angles: np.ndarray, axes: np.ndarray, mode_axes: np.ndarray, current: np.ndarray) -> np.ndarray:
     """Axis-angle channels (n, 4) (angle, axis) of Euler angles (n, 3) in the orders of
     ``axes``, on the hemisphere of the ``current`` rotation, the axis on the side of its axis."""
     current = np.asarray(current, dtype=float)
     held_axis = current[:, 1:]
-    length = np.linalg.norm(held_axis, axis=1)[:, None]
-    unit = np.where(length > 0.0, held_axis / np.where(length > 0.0, length, 1.0), (0.0, 1.0, 0.0))
-    held = np.concatenate([np.cos(0.5 * current[:, :1]), np.sin(0.5 * current[:, :1]) * unit], axis=1)
-    quat = quaternion_values(angles, axes, mode_axes, held)
+    quat = quaternion_values(angles, axes, mode_axes, axis_angle_quaternions(current))
     norm = np.linalg.norm(quat[:, 1:], axis=1)[:, None]
     angle = 2.0 * np.arctan2(norm, quat[:, :1])
     axis = np.where(norm > 0.0, quat[:, 1:] / np.where(norm > 0.0, norm, 1.0), held_axis)

@@ -69,7 +69,7 @@ def _value(value):
     if hasattr(value, "as_pointer"):  # an ID or another struct: which one it is
         return ("struct", value.as_pointer(), getattr(value, "name", None))
     if hasattr(value, "to_dict"):  # a group of custom properties: the values set in it
-        return tuple(sorted((key, _value(item)) for key, item in value.to_dict().items()))
+        value = value.to_dict()
     if isinstance(value, dict):
         return tuple(sorted((key, _value(item)) for key, item in value.items()))
     try:

@@ -53,7 +53,7 @@ class WriteBack:
         # Euler order.
         row = {pb.name: i for i, pb in enumerate(pose_bones)}  # ``find`` is a linear search
         self.bones = bones
-        self.rows = self._rows = np.array([row[name] for name in bones], dtype=np.intp)
+        self.rows = np.array([row[name] for name in bones], dtype=np.intp)
         none = [size] * 3
         self._joints = np.array([[*(b.hinges[a] for a in AXES), *((b.slides[a] for a in AXES) if b.slides else none)]
                                  for b in bones.values()], dtype=np.intp).reshape(-1, 6)
@@ -70,9 +70,9 @@ class WriteBack:
         pose = PoseArrays(self.object.pose.bones) if pose is None else pose
         hinges, slides = self._joints[:, :3], self._joints[:, 3:]
         q = np.empty(self.size + 1)  # the last: where the slides of a bone without any go
-        q[hinges] = read_eulers(pose, self._rows, self._orders, self._axes,
+        q[hinges] = read_eulers(pose, self.rows, self._orders, self._axes,
                                 None if near is None else np.append(near, 0.0)[hinges])
-        q[slides] = pose["location"][self._rows]
+        q[slides] = pose["location"][self.rows]
         return q[:-1]
 
     def start(self, q: np.ndarray, pose: PoseArrays | None = None) -> dict:
@@ -80,9 +80,9 @@ class WriteBack:
         returns each bone's channels as read (name -> ``BoneChannels``)."""
         self._at_start = self._held = self.values(q)  # by bone: at the start, and as the pose bones hold them
         pose = PoseArrays(self.object.pose.bones) if pose is None else pose
-        self._originals = {channel: pose[channel][self._rows] for channel in BoneChannels.CHANNELS}
+        self._originals = {channel: pose[channel][self.rows] for channel in BoneChannels.CHANNELS}
         originals = Originals(self._names, self._originals)
-        modes = pose.modes[self._rows].tolist()
+        modes = pose.modes[self.rows].tolist()
         self._paths = np.array([rotation_path(mode) for mode in modes], dtype=str)
         self._by_path = {path: self._paths == path for path in ROTATION_VALUES if path in self._paths}
         # An Euler bone's own order (the others': their hinges').
@@ -108,7 +108,7 @@ class WriteBack:
             which = turned & kept
             if which.any():
                 out[path] = which, ROTATION_VALUES[path](angles[which], self._axes[which], self._mode_axes[which],
-                                                         pose[path][self._rows[which]])
+                                                         pose[path][self.rows[which]])
         return out
 
     def write(self, q: np.ndarray) -> list[str]:
@@ -125,12 +125,12 @@ class WriteBack:
         pose = PoseArrays(self.object.pose.bones)
         if back.any():
             for channel, values in self._originals.items():
-                pose.set(channel, self._rows[back], values[back])
+                pose.set(channel, self.rows[back], values[back])
         slid = changed[:, 3:].any(axis=1) & moved
         if slid.any():
-            pose.set("location", self._rows[slid], now[slid, 3:])
+            pose.set("location", self.rows[slid], now[slid, 3:])
         for path, (which, values) in self._rotations(changed[:, :3].any(axis=1) & moved, now[:, :3], pose).items():
-            pose.set(path, self._rows[which], values)
+            pose.set(path, self.rows[which], values)
         if pose.flush():
             self.object.update_tag(refresh={"DATA"})  # what setting a channel through RNA tags
         self._held = now
