@@ -23,8 +23,8 @@ Blender's time, or Blender's frames per second over ours, so below 1 is faster)
         ``make bench`` runs one first).
 
 Each drag takes the median over its steps; a fresh Blender scene per method as the
-benchmarks it borrows from do. The noise between runs on a shared two-core machine is about
-25 %: compare figures from one run, not across runs.
+benchmarks it borrows from do. A shared two-core machine's speed can swing by a factor of
+two within minutes: compare figures from one run, not across runs.
 
 How to run (from the repository root, with the bpy-module virtual environment)::
 
@@ -59,7 +59,9 @@ import bench_scaling
 
 SIZES = (50, 500, 2000)
 CLIPS = ROOT / "tests" / "fixtures"
-STEP_MARGIN_MM = 3.0  # as tests/blender/test_cleanup_clips.py
+# The margin tests/blender/test_cleanup_clips.py allows a step over the source's. The test takes each
+# point's largest step over the whole clip; ``bench_cleanup``'s growth on the same frame is stricter.
+STEP_MARGIN_MM = 3.0
 
 
 @dataclass
@@ -117,41 +119,26 @@ def drags(steps: int) -> list[Line]:
     return lines
 
 
-def scripted_tree(tree, path: np.ndarray, rest: dict) -> list[float]:
-    """ms per scripted SR drag call on a tree of ``bench_scaling`` (no keys; warm-up first)."""
-    obj = tree.obj
-    settings = obj.welman_ik
-    settings.solver, settings.keyframes = "SR_INVERSE", "NEVER"
-    bench_drag.restore(obj, rest)
-    bpy.ops.welman_ik.drag(bone=tree.dragged, target=tuple(path[0]), anchor=bench_drag.ANCHOR)
-    bench_drag.restore(obj, rest)
-    times = []
-    for target in path:
-        started = time.perf_counter()
-        bpy.ops.welman_ik.drag(bone=tree.dragged, target=tuple(target), anchor=bench_drag.ANCHOR)
-        times.append(1000.0 * (time.perf_counter() - started))
-    return times
-
-
 def scale(steps: int) -> list[Line]:
     """S3 on the trees of 50, 500 and 2000 bones."""
-    ours, theirs = {}, {}
+    ours, theirs, held = {}, {}, {}
     limits = bench_scaling.Limits(budget=1.0, cell_seconds=6.0)
     for bones in SIZES:
         tree = bench_scaling.build_tree(bones)
         rest = bench_drag.snapshot(tree.obj)
         path = bench_scaling.drag_path(tree, steps)
-        ours[bones] = median(scripted_tree(tree, path, rest))
+        run = bench_drag.run_scripted(tree.obj, "SR_INVERSE", path, rest, tree.dragged)
+        ours[bones], held[bones] = median(run.step_ms), max(run.drag_errors) <= 1e-4 and max(run.pin_errors) <= 1e-4
         theirs[bones] = bench_scaling.run_blender(bones, path, limits).median
         print(f"  {bones} bones: drag call {ours[bones]:.1f} ms, Blender {theirs[bones]:.1f} ms", flush=True)
     logs = np.log(np.array(SIZES, dtype=float))
     growth = float(np.polyfit(logs, np.log([ours[b] for b in SIZES]), 1)[0])
     blender_growth = float(np.polyfit(logs, np.log([theirs[b] for b in SIZES]), 1)[0])
     lines = [Line("S3", f"drag call, SR inverse, {b}-bone tree, 8 pins", f"{theirs[b]:.1f} ms", f"{ours[b]:.1f} ms",
-                  ours[b] / theirs[b], "<=1x" if b == 500 else "", ours[b] <= theirs[b] if b == 500 else None)
+                  ours[b] / theirs[b], "<=1x" if b == 500 else "", ours[b] <= theirs[b] and held[b] if b == 500 else None)
              for b in SIZES]
     lines.append(Line("S3", f"growth, time ~ bones^k, {SIZES[0]} to {SIZES[-1]} bones", f"k {blender_growth:.2f}",
-                      f"k {growth:.2f}", math.nan, "k<=1", growth <= 1.05))
+                      f"k {growth:.2f}", math.nan, "k<=1", growth <= 1.05 and all(held.values())))
     return lines
 
 

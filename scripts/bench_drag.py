@@ -124,15 +124,16 @@ def world_tail(obj, bone: str, anchor: float = 1.0) -> np.ndarray:
     return np.array(evaluated.matrix_world @ (pb.head + anchor * (pb.tail - pb.head)))
 
 
-def evaluated_errors(obj, target: np.ndarray, pins: list[tuple[str, float, np.ndarray]]) -> tuple[float, float]:
+def evaluated_errors(obj, target: np.ndarray, pins: list[tuple[str, float, np.ndarray]],
+                     dragged: str = DRAGGED) -> tuple[float, float]:
     """(drag error, largest pin error) [m] of the evaluated pose."""
-    drag = float(np.linalg.norm(world_tail(obj, DRAGGED, ANCHOR) - target))
+    drag = float(np.linalg.norm(world_tail(obj, dragged, ANCHOR) - target))
     pin = max((float(np.linalg.norm(world_tail(obj, b, a) - loc)) for b, a, loc in pins), default=0.0)
     return drag, pin
 
 
-def pin_list(obj) -> list[tuple[str, float, np.ndarray]]:
-    return [(p.bone, p.anchor, np.array(p.location)) for p in obj.welman_ik.pins if p.enabled and p.bone != DRAGGED]
+def pin_list(obj, dragged: str = DRAGGED) -> list[tuple[str, float, np.ndarray]]:
+    return [(p.bone, p.anchor, np.array(p.location)) for p in obj.welman_ik.pins if p.enabled and p.bone != dragged]
 
 
 def snapshot(obj) -> dict:
@@ -187,25 +188,25 @@ def run_ours(obj, solver_name: str, path: np.ndarray, rest: dict) -> tuple[Run, 
     return run, build_ms, solver
 
 
-def run_scripted(obj, solver_name: str, path: np.ndarray, rest: dict) -> Run:
-    """Drag with one of our solvers by scripted calls, as a script or a farm job does: one
-    ``bpy.ops.welman_ik.drag`` per step (everything from the armature to the evaluated,
-    measured pose in each call), no keys."""
+def run_scripted(obj, solver_name: str, path: np.ndarray, rest: dict, dragged: str = DRAGGED) -> Run:
+    """Drag ``dragged`` with one of our solvers by scripted calls, as a script or a farm job
+    does: one ``bpy.ops.welman_ik.drag`` per step (everything from the armature to the
+    evaluated, measured pose in each call), no keys."""
     settings = obj.welman_ik
     settings.solver, keyed = solver_name, settings.keyframes
     settings.keyframes = "NEVER"
-    pins = pin_list(obj)
+    pins = pin_list(obj, dragged)
     restore(obj, rest)
-    bpy.ops.welman_ik.drag(bone=DRAGGED, target=tuple(path[0]), anchor=ANCHOR)  # warm-up
+    bpy.ops.welman_ik.drag(bone=dragged, target=tuple(path[0]), anchor=ANCHOR)  # warm-up
     restore(obj, rest)
     run = Run(f"{solver_name} (scripted call)")
     try:
         for target in path:
             started = time.perf_counter()
-            bpy.ops.welman_ik.drag(bone=DRAGGED, target=tuple(target), anchor=ANCHOR)
+            bpy.ops.welman_ik.drag(bone=dragged, target=tuple(target), anchor=ANCHOR)
             run.step_ms.append(1000.0 * (time.perf_counter() - started))
             run.iterations.append(settings.last_solve.iterations)
-            drag, pin = evaluated_errors(obj, target, pins)
+            drag, pin = evaluated_errors(obj, target, pins, dragged)
             run.drag_errors.append(drag)
             run.pin_errors.append(pin)
     finally:

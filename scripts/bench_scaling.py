@@ -72,7 +72,18 @@ for _path in (ROOT, ROOT / "scripts"):
         sys.path.insert(0, str(_path))
 
 import scenes
-from bench_drag import BLENDER_ITERATIONS, OUR_SOLVERS, STEP, Run, line_then_arc, restore, snapshot, world_tail
+from bench_drag import (
+    BLENDER_ITERATIONS,
+    OUR_SOLVERS,
+    STEP,
+    Run,
+    evaluated_errors,
+    line_then_arc,
+    pin_list,
+    restore,
+    snapshot,
+    world_tail,
+)
 
 from welman_ik.blender.drag.solver import DragSolver
 
@@ -191,17 +202,6 @@ def drag_path(tree: Tree, steps: int) -> np.ndarray:
     return line_then_arc(start, centre, max(0, min(steps // 2, int(distance / STEP) - 2)), steps)
 
 
-def pin_list(obj, dragged: str) -> list[tuple[str, float, np.ndarray]]:
-    return [(p.bone, p.anchor, np.array(p.location)) for p in obj.welman_ik.pins if p.enabled and p.bone != dragged]
-
-
-def evaluated_errors(obj, dragged: str, target: np.ndarray, pins) -> tuple[float, float]:
-    """(drag error, largest pin error) [m] of the evaluated pose."""
-    drag = float(np.linalg.norm(world_tail(obj, dragged, ANCHOR) - target))
-    pin = max((float(np.linalg.norm(world_tail(obj, b, a) - loc)) for b, a, loc in pins), default=0.0)
-    return drag, pin
-
-
 # -- the methods -----------------------------------------------------------------------
 
 
@@ -250,7 +250,7 @@ def run_ours(tree: Tree, solver_name: str, path: np.ndarray, rest: dict, limits:
         cell.iterations.append(figures.result.iterations)
         cell.unconverged += not figures.result.converged
         cell.capped += not figures.result.converged and solve_ms >= 1000.0 * limits.budget
-        drag, pin = evaluated_errors(obj, tree.dragged, target, pins)
+        drag, pin = evaluated_errors(obj, target, pins, tree.dragged)
         cell.drag_errors.append(drag)
         cell.pin_errors.append(pin)
         if limits.done(cell, min_steps):
@@ -285,7 +285,7 @@ def run_blender(bones: int, path: np.ndarray, limits: Limits) -> Cell:
         drag_empty.location = tuple(target)
         bpy.context.view_layer.update()
         cell.step_ms.append(1000.0 * (time.perf_counter() - started))
-        drag, pin = evaluated_errors(obj, tree.dragged, target, pins)
+        drag, pin = evaluated_errors(obj, target, pins, tree.dragged)
         cell.drag_errors.append(drag)
         cell.pin_errors.append(pin)
         if limits.done(cell):
