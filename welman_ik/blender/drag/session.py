@@ -164,7 +164,7 @@ class DragSession:
         take it; key the bones that moved since the start, per ``keyframes``."""
         if self.figures is not None:
             self.figures = self.solver.settle(self.figures)
-        moved = self.snapshot.changed(self.obj)
+        moved = self.snapshot.changed(self.obj, *keyframes.key_thresholds(self.obj, self.settings.tolerance))
         scene = context.scene
         if moved and keyframes.should_key(self.settings.keyframes, scene):
             located = {n for n in moved if self.snapshot.values[n][1] != tuple(self.obj.pose.bones[n].location)}

@@ -230,7 +230,7 @@ class DragSolver:
 
     def key(self, frame: float) -> None:
         """Key the bones the solve moved (rotation; location where it is a joint)."""
-        moved = self.model.moved(self.q)
+        moved = self.model.moved(self.q, *keyframes.key_thresholds(self.obj, self.settings.tolerance))
         if moved:
             keyframes.key_bones(self.obj, moved, frame, with_location=self.model.translated(moved))
 

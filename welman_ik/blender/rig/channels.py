@@ -76,10 +76,15 @@ class PoseSnapshot:
             pb.name: (pb.rotation_mode, *(tuple(getattr(pb, c)) for c in self.CHANNELS)) for pb in obj.pose.bones
         }
 
-    def changed(self, obj) -> list[str]:
-        """Names of the bones whose channels differ from the snapshot."""
+    def changed(self, obj, angle: float = 0.0, length: float = 0.0) -> list[str]:
+        """Names of the bones whose channels differ from the snapshot: with ``angle`` [rad]
+        and ``length`` [m], only those that turned or moved by more (or changed rotation mode
+        or scale at all)."""
         now = PoseSnapshot(obj).values
-        return [name for name, value in self.values.items() if now.get(name) != value]
+        names = [name for name, value in self.values.items() if now.get(name) != value]
+        if angle <= 0.0 and length <= 0.0:
+            return names
+        return [name for name in names if _channels_moved(self.values[name], now[name], angle, length)]
 
     def restore(self, obj) -> None:
         for name in self.changed(obj):
@@ -89,6 +94,33 @@ class PoseSnapshot:
             for channel, value in zip(self.CHANNELS, channels):
                 setattr(pb, channel, value)
 
+
+
+def _channels_moved(before: tuple, after: tuple, angle: float, length: float) -> bool:
+    """Snapshot values ``after`` differ from ``before`` by a turn over ``angle`` [rad], a move
+    over ``length`` [m], another rotation mode or another scale (the turn in double precision:
+    mathutils' single precision cannot tell 1e-4 rad from nothing)."""
+    if before[0] != after[0] or before[5] != after[5]:
+        return True
+    if np.abs(np.subtract(after[1], before[1])).max() > length:
+        return True
+    a, b = _snapshot_quaternion(before), _snapshot_quaternion(after)
+    # The turn between them, conj(a) b: its vector part formed directly (from the dot product
+    # alone, 1 - dot**2 cancels to nothing below 1e-7 rad).
+    vector = a[0] * b[1:] - b[0] * a[1:] - np.cross(a[1:], b[1:])
+    return 2.0 * math.atan2(float(np.linalg.norm(vector)), abs(float(a @ b))) > angle
+
+
+def _snapshot_quaternion(values: tuple) -> np.ndarray:
+    """The unit rotation of snapshot ``values`` (mode, location, quaternion, Euler, axis-angle, scale)."""
+    mode = values[0]
+    if mode == "QUATERNION":
+        quat = np.array(values[2], dtype=float)
+        norm = float(np.linalg.norm(quat))
+        return quat / norm if norm > 0.0 else np.array([1.0, 0.0, 0.0, 0.0])
+    if mode == "AXIS_ANGLE":
+        return axis_angle_quaternions(np.array([values[4]]))[0]
+    return euler_quaternion(values[3], mode)
 
 
 def euler_quaternion(angles, order: str) -> np.ndarray:

@@ -6,6 +6,8 @@ Blender 4.4 introduced layered actions with slots and channelbags; 5.0 removed
 
 from __future__ import annotations
 
+import numpy as np
+
 ROTATION_PATHS = {
     "QUATERNION": "rotation_quaternion",
     "AXIS_ANGLE": "rotation_axis_angle",
@@ -23,6 +25,30 @@ def should_key(mode: str, scene) -> bool:
     if mode == "AUTOKEY":
         return bool(scene.tool_settings.use_keyframe_insert_auto)
     return False
+
+
+KEY_SHARE = 0.5  # of the tolerance: how far a bone left unkeyed may move the farthest point it carries
+
+
+def key_thresholds(obj, tolerance: float) -> tuple[float, float]:
+    """(angle [rad], length [m]) a bone's channels must change by to be keyed after a drag.
+
+    A solve moves the bones it does not need by rounding noise (the legs by 1e-8 rad while
+    the feet stay pinned and a hand is dragged); keying them clutters the action with keys
+    that change nothing. A bone that turned by less than ``angle`` moves no point of the rig
+    (whose size is its rest bones' extent, in the world) by more than ``KEY_SHARE`` of the
+    tolerance, so leaving it unkeyed keeps every pin within tolerance on the keyed pose."""
+    bones = obj.data.bones
+    ends = np.zeros(6 * len(bones))
+    if len(bones):
+        heads, tails = np.zeros(3 * len(bones)), np.zeros(3 * len(bones))
+        bones.foreach_get("head_local", heads)
+        bones.foreach_get("tail_local", tails)
+        ends = np.concatenate([heads, tails])
+    points = ends.reshape(-1, 3) * np.abs(np.array(obj.matrix_world.to_scale())).max(initial=1.0)
+    size = float(np.linalg.norm(points.max(axis=0) - points.min(axis=0))) if len(points) else 0.0
+    length = KEY_SHARE * tolerance
+    return length / max(size, 1e-6), length
 
 
 def key_bones(obj, names, frame: float, with_location=()) -> int:

@@ -195,9 +195,10 @@ class RigModel:
 
     # -- writing back (``WriteBack``) ----------------------------------------------------
 
-    def moved(self, q: np.ndarray) -> list[str]:
-        """Names of the bones whose joint values in ``q`` differ from the start."""
-        return self.back.moved(q)
+    def moved(self, q: np.ndarray, angle: float = 0.0, length: float = 0.0) -> list[str]:
+        """Names of the bones whose joint values in ``q`` differ from the start (by more than
+        ``angle`` [rad] or ``length`` [m], ``WriteBack.moved``)."""
+        return self.back.moved(q, angle, length)
 
     def translated(self, names) -> set[str]:
         """Of ``names``, the bones whose location channels are joints (to key them too)."""

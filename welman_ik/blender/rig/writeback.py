@@ -94,9 +94,11 @@ class WriteBack:
         it has none)."""
         return np.append(q, 0.0)[self._joints]
 
-    def moved(self, q: np.ndarray) -> list[str]:
-        """Names of the bones whose joint values in ``q`` differ from the start."""
-        moved = np.any(self.values(q) != self._at_start, axis=1)
+    def moved(self, q: np.ndarray, angle: float = 0.0, length: float = 0.0) -> list[str]:
+        """Names of the bones whose joint values in ``q`` differ from the start: by more than
+        ``angle`` [rad] about a hinge or ``length`` [m] along a slide."""
+        change = np.abs(self.values(q) - self._at_start)
+        moved = (change[:, :3].max(axis=1) > angle) | (change[:, 3:].max(axis=1) > length)
         return [self._names[i] for i in np.flatnonzero(moved)]
 
     def _rotations(self, turned: np.ndarray, angles: np.ndarray, pose: PoseArrays) -> dict[str, tuple]:
