@@ -202,8 +202,9 @@ class Layout:
         self.calls.append(("prop", name, self.shown_active()))
 
     def operator(self, idname, **kwargs):
-        self.calls.append(("operator", idname, kwargs.get("text")))
-        return types.SimpleNamespace()
+        button = types.SimpleNamespace()
+        self.calls.append(("operator", idname, kwargs.get("text"), button))
+        return button
 
     def operator_menu_enum(self, idname, prop, **kwargs):
         self.calls.append(("operator_menu_enum", idname, prop))
@@ -225,7 +226,7 @@ class Layout:
 def draw(panel_class, method: str = "draw") -> list:
     calls: list = []
     fake = types.SimpleNamespace(layout=Layout(calls))
-    fake.draw_offer = lambda context, naming: panel.WELMAN_IK_PT_pins.draw_offer(fake, context, naming)
+    fake.draw_offer = lambda context, naming, count: panel.WELMAN_IK_PT_pins.draw_offer(fake, context, naming, count)
     getattr(panel_class, method)(fake, bpy.context)
     return calls
 
@@ -271,10 +272,10 @@ def test_range_panel_draws_the_active_bone_range(arm):
 
 @pytest.fixture
 def recognised(monkeypatch):
-    """A stand-in presets module that recognises every rig as ``naming[0]``."""
+    """A stand-in presets module that recognises every rig as ``naming[0]``, with ranges for 20 bones."""
     naming = ["METARIG"]
     fake = types.ModuleType("welman_ik.blender.rig.presets")
-    fake.recognised = lambda obj: naming[0]
+    fake.recognised_ranges = lambda obj: (naming[0], 20 if naming[0] else 0)
     monkeypatch.setattr(welman_ik.blender.rig, "presets", fake, raising=False)
     monkeypatch.setitem(sys.modules, "welman_ik.blender.rig.presets", fake)
     return naming
@@ -287,25 +288,40 @@ def offer_lines(calls) -> str:
 def test_offer_once_per_pinned_human_rig(human, recognised):
     """The Pins panel offers human ranges on a pinned, recognised rig with no range in use,
     until dismissed; the dismissal is stored on the rig."""
-    assert panel.ranges_offer(human) == "METARIG"
-    assert "Human rig recognised (Rigify metarig): set natural joint ranges?" in offer_lines(
+    assert panel.ranges_offer(human) == ("METARIG", 20)
+    assert "Human rig recognised (Rigify metarig naming). Set natural joint ranges on all 20 of its bones?" in offer_lines(
         draw(panel.WELMAN_IK_PT_pins))
     pb = human.pose.bones[BONE]
     pb.welman_ik_range.use = True
-    assert panel.ranges_offer(human) == ""
+    assert panel.ranges_offer(human) == ("", 0)
     pb.welman_ik_range.use = False
     recognised[0] = ""
-    assert panel.ranges_offer(human) == ""
+    assert panel.ranges_offer(human) == ("", 0)
     recognised[0] = "MIXAMO"
-    assert panel.ranges_offer(human) == "MIXAMO"
+    assert panel.ranges_offer(human) == ("MIXAMO", 20)
     assert bpy.ops.welman_ik.dismiss_ranges_offer() == {"FINISHED"}
     assert human.welman_ik.ranges_offered
-    assert panel.ranges_offer(human) == ""
+    assert panel.ranges_offer(human) == ("", 0)
     assert "recognised" not in offer_lines(draw(panel.WELMAN_IK_PT_pins))
 
 
+def test_the_offer_does_what_it_says(human):
+    """With the feet selected (as right after pinning them), the offer's button sets ranges on
+    as many bones as its words say, the whole rig's, not the two selected."""
+    scenes.select(human, ["foot.L", "foot.R"])
+    naming, count = panel.ranges_offer(human)
+    assert naming == "METARIG" and count > 10
+    calls = draw(panel.WELMAN_IK_PT_pins)
+    assert f"all {count} of its bones?" in offer_lines(calls)
+    (button,) = [c for c in calls if c[0] == "operator" and c[1] == panel.JOINT_RANGES]
+    assert button[2] == "Set Ranges"
+    assert bpy.ops.welman_ik.joint_ranges(preset=button[3].preset, every_bone=button[3].every_bone) == {"FINISHED"}
+    assert sum(pb.welman_ik_range.use for pb in human.pose.bones) == count
+    assert panel.ranges_offer(human) == ("", 0)  # done: not offered again
+
+
 def test_no_offer_without_pins(bare_human, recognised):
-    assert panel.ranges_offer(bare_human) == ""
+    assert panel.ranges_offer(bare_human) == ("", 0)
 
 
 def test_offer_survives_missing_or_failing_presets(human, monkeypatch):
@@ -313,13 +329,13 @@ def test_offer_survives_missing_or_failing_presets(human, monkeypatch):
     broken = types.ModuleType("welman_ik.blender.rig.presets")
     monkeypatch.setattr(welman_ik.blender.rig, "presets", broken, raising=False)
     monkeypatch.setitem(sys.modules, "welman_ik.blender.rig.presets", broken)
-    assert panel.ranges_offer(human) == ""
+    assert panel.ranges_offer(human) == ("", 0)
 
     def fail(obj):
         raise RuntimeError("a rig the presets choke on")
 
-    broken.recognised = fail
-    assert panel.ranges_offer(human) == ""
+    broken.recognised_ranges = fail
+    assert panel.ranges_offer(human) == ("", 0)
     assert "recognised" not in offer_lines(draw(panel.WELMAN_IK_PT_pins))
 
 

@@ -114,14 +114,22 @@ def test_pins_list_rows(human):
     rows = _draw_pins(human)
     gone = _bones(human).index("toe.R")
     for index, log in enumerate(rows):
-        buttons = [entry for entry in log if entry[0] == "operator"]
-        assert [(b[1], b[2]) for b in buttons] == [("welman_ik.remove_pin", "X")]
-        assert buttons[0][3].index == index
         labels = [entry for entry in log if entry[0] == "label"]
         if index == gone:
             assert labels == [("label", "bone 'toe.R' missing", "ERROR", False)]  # greyed, with the reason
-        else:
-            assert labels == [("label", human.welman_ik.pins[index].bone, "PINNED", True)]
+        else:  # the whole name; the enable toggle and the kind beside it
+            assert labels == [("label", human.welman_ik.pins[index].bone, "NONE", True)]
+            assert [entry[1] for entry in log if entry[0] == "prop"] == ["enabled", "kind"]
+
+
+def test_the_list_remove_button_removes_the_active_pin_even_of_a_missing_bone(human):
+    human.data.bones["toe.R"].name = "toe_renamed.R"
+    gone = _bones(human).index("toe.R")
+    human.welman_ik.active_pin_index = gone
+    assert bpy.ops.welman_ik.remove_pin() == {"FINISHED"}
+    assert "toe.R" not in _bones(human)
+    human.welman_ik.pins.clear()
+    assert not bpy.ops.welman_ik.remove_pin.poll()  # nothing to remove: the button is disabled
 
 
 def _draw_last_solve(obj, width: int = 300) -> list:

@@ -80,7 +80,7 @@ def parse_args():
     p = argparse.ArgumentParser(prog="blender_side.py")
     p.add_argument("--root", required=True, help="repository root (put on sys.path)")
     p.add_argument("--workdir", required=True, help="folder for the JSON files shared with the driver")
-    p.add_argument("--mode", default="dry-run", choices=("dry-run", "confirm", "cancel", "undo", "motion", "pin-key"))
+    p.add_argument("--mode", default="dry-run", choices=("dry-run", "confirm", "cancel", "undo", "motion", "pin-key", "panel"))
     p.add_argument("--bone", default="hand.R")
     p.add_argument("--anchor", type=float, default=0.5,
                    help="point along the bone put under the mouse (0 head, 1 tail; the modal drag's default is 0.5)")
@@ -729,6 +729,51 @@ def result(request) -> dict:
     return out
 
 
+def marker_points(obj) -> list:
+    """Window coordinates of each pin's marker (its goal point)."""
+    rv3d = S.area.spaces.active.region_3d
+    out = []
+    for p in obj.welman_ik.pins:
+        point = region_point(S.region, rv3d, Vector(p.location))
+        if point is not None:
+            out.append({"bone": p.bone, "window": [S.region.x + point[0], S.region.y + point[1]]})
+    return out
+
+
+def peek() -> dict:
+    obj = S.obj = bpy.data.objects[S.obj_name]
+    from welman_ik.blender.ui import panel
+
+    naming, count = panel.ranges_offer(obj)
+    return {"view_draws": S.view_draws, "ui_draws": S.ui_draws, "pins": len(obj.welman_ik.pins),
+            "markers": marker_points(obj), "ranges_offer": [naming, count],
+            "region": rect(S.region), "ui_region": rect(S.ui_region) if S.ui_region is not None else None}
+
+
+def run_op(request) -> dict:
+    """Panel mode: 'select' bones (``bones``; the first made active), 'clear' the pins, or 'pin'
+    the selected bones, through the add-on's operators from this timer: the way a script runs
+    them. Nothing here tags a redraw; whether the viewport redraws is the add-on's doing."""
+    obj = S.obj = bpy.data.objects[S.obj_name]
+    before = {"view_draws": S.view_draws, "markers": marker_points(obj)}
+    op = request.get("op")
+    result = None
+    with override():
+        if op == "select":
+            names = request.get("bones") or []
+            for pb in obj.pose.bones:
+                pb.bone.select = pb.name in names
+            if names:
+                obj.data.bones.active = obj.data.bones[names[0]]
+        elif op == "clear":
+            result = sorted(bpy.ops.welman_ik.clear_pins())
+        elif op == "pin":
+            result = sorted(bpy.ops.welman_ik.pin())
+        else:
+            raise ValueError(f"unknown op {op!r}")
+    return {"op": op, "result": result, "before": before, "after": peek()}
+
+
 def serve():
     """Answer the driver's next request, if any."""
     if S.pending is not None:
@@ -751,6 +796,12 @@ def serve():
         if S.ui_region is not None:
             S.ui_region.tag_redraw()
         S.area.tag_redraw()
+    elif cmd == "peek":  # the counters and the pins' markers, without asking for a redraw
+        write_json(f"reply_{request['id']}.json", peek())
+        S.next_request += 1
+    elif cmd == "op":  # panel mode: what a button does, run as a script runs it (nothing here redraws)
+        write_json(f"reply_{request['id']}.json", run_op(request))
+        S.next_request += 1
     elif cmd == "reframe":
         S.reframe_request = request
         S.step = "frame"

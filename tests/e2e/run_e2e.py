@@ -6,6 +6,7 @@
     python3 tests/e2e/run_e2e.py --mode cancel            # drag hand.R, Esc
     python3 tests/e2e/run_e2e.py --mode pin-key           # drag hand.R, O over it halfway, left click
     python3 tests/e2e/run_e2e.py --mode dry-run,confirm,cancel
+    python3 tests/e2e/run_e2e.py --mode panel --layout default --sidebar-width 0 --screen 1600x900
 
 Needs only the Python standard library, and the Debian packages blender (3.4+), xvfb,
 xdotool and imagemagick. For each mode it starts Blender with ``blender_side.py`` on its own
@@ -50,7 +51,9 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 # undo: confirm, then Ctrl+Z; motion: the interactive motion edit on an animated rig, confirmed;
 # pin-key: confirm, with the pin key --pin-key pressed over the dragged bone halfway through the moves
-MODES = ("dry-run", "confirm", "cancel", "undo", "motion", "pin-key")
+# panel: the markers appear on Pin and vanish on Clear with no other redraw, screenshots of the panel at
+# Blender's default layout and sidebar width; then a drag, cancelled
+MODES = ("dry-run", "confirm", "cancel", "undo", "motion", "pin-key", "panel")
 PIN_KEYS = {"o": "ORIENTATION"}  # pin-key mode: the xdotool key and the pin kind it toggles while dragging
 FOOT_PINS = ("toe.L", "toe.R", "heel.02.L", "heel.02.R")  # the pins blender_side.py puts on the feet
 LATENCY_HOOK = "welman_ik.blender.drag.state.DRAG_STATE.latencies"  # blender_side.py's LATENCY_HOOKS[0]
@@ -454,6 +457,9 @@ def run_mode(mode: str, args, display: int, out_dir: Path) -> tuple[Checks, dict
         checks.add(status["welman_tab_active"] and status["mode"] == "POSE", "sidebar tab",
                    f"Welman IK tab shown after {tries} wheel steps over the tabs, mode {status['mode']}")
 
+        if mode == "panel":
+            panel_markers(x, ex, to_screen, left, checks, report, out_dir)
+
         # Onto the bone.
         start = to_screen(hx, hy)
         x.move(*start)
@@ -526,7 +532,7 @@ def run_mode(mode: str, args, display: int, out_dir: Path) -> tuple[Checks, dict
         except subprocess.TimeoutExpired:
             code = None
         timings["total_s"] = time.time() - started
-        escaped = mode == "cancel" and args.cancel_with == "Escape"
+        escaped = mode in ("cancel", "panel") and args.cancel_with == "Escape"
         checks.add(quit_cleanly(code, log_path, escaped), "Blender quit",
                    f"exit code {code}" + (" (Esc was pressed)" if escaped else "") + leak_note(log_path))
         blender_checks(mode, args, result, checks, report)
@@ -547,6 +553,69 @@ def run_mode(mode: str, args, display: int, out_dir: Path) -> tuple[Checks, dict
     report["checks"] = [{"ok": ok, "name": name, "detail": detail} for ok, name, detail in checks.rows]
     (out_dir / f"e2e_{mode}.json").write_text(json.dumps(report, indent=1))
     return checks, report
+
+
+MARKER_WAIT_S = 2.5  # for the viewport to redraw (in software GL), if anything asked it to
+MARKER_HALF = 9  # pixels either side of a marker's centre that are looked at
+
+
+def marker_pixels(png: Path, centre, half: int = MARKER_HALF) -> int:
+    """How many pixels of the square around screen point ``centre`` have a pin marker's green
+    (``pin_shapes.parts.PIN_HELD``, 0.2 0.9 0.3); ImageMagick reads the screenshot."""
+    x0, y0 = round(centre[0]) - half, round(centre[1]) - half
+    text = subprocess.run(["convert", str(png), "-crop", f"{2 * half + 1}x{2 * half + 1}+{x0}+{y0}", "+repage",
+                           "-depth", "8", "txt:-"], capture_output=True, text=True, timeout=30, check=True).stdout
+    count = 0
+    for line in text.splitlines()[1:]:
+        values = line.split("(", 1)[1].split(")", 1)[0].split(",")[:3]
+        r, g, b = (float(v) for v in values)
+        count += g >= 170 and r <= 130 and b <= 150 and g - max(r, b) >= 80
+    return count
+
+
+def panel_markers(x: X, ex: Exchange, to_screen, left, checks: Checks, report: dict, out_dir: Path) -> None:
+    """Panel mode: screenshots of the sidebar at the default layout (the feet pinned; after Clear;
+    after Pin, with the ranges offer), and the markers' pixels in each. Clear and Pin run as a
+    script runs them; nothing but the add-on asks the viewport to redraw, and the mouse stays
+    still over the sidebar's tabs."""
+    start = ex.request("peek", timeout=min(20, left()))
+    shot = out_dir / "e2e_panel_before.png"
+    x.screenshot(shot)
+    at = [to_screen(*m["window"]) for m in start["markers"]]
+    seen = [marker_pixels(shot, p) for p in at]
+    checks.add(len(at) == 4 and all(n >= 10 for n in seen), "markers seen at start",
+               f"green pixels at the {len(at)} foot pins' markers: {seen} (each at least 10)")
+
+    cleared = ex.request("op", timeout=min(20, left()), op="clear")
+    time.sleep(MARKER_WAIT_S)
+    after = ex.request("peek", timeout=min(20, left()))
+    shot = out_dir / "e2e_panel_cleared.png"
+    x.screenshot(shot)
+    gone = [marker_pixels(shot, p) for p in at]
+    checks.add(cleared["result"] == ["FINISHED"] and after["pins"] == 0
+               and after["view_draws"] > cleared["before"]["view_draws"] and not any(gone),
+               "markers vanish on Clear", f"{cleared['result']}, {after['pins']} pins left, viewport draws "
+               f"{cleared['before']['view_draws']} -> {after['view_draws']}, green pixels where the markers were: {gone}")
+
+    ex.request("op", timeout=min(20, left()), op="select", bones=list(FOOT_PINS))
+    time.sleep(MARKER_WAIT_S)  # (a selection redraws the viewport by itself)
+    pinned = ex.request("op", timeout=min(20, left()), op="pin")
+    time.sleep(MARKER_WAIT_S)
+    after = ex.request("peek", timeout=min(20, left()))
+    shot = out_dir / "e2e_panel_pinned.png"
+    x.screenshot(shot)
+    at = [to_screen(*m["window"]) for m in after["markers"]]
+    seen = [marker_pixels(shot, p) for p in at]
+    checks.add(pinned["result"] == ["FINISHED"] and len(at) == 4
+               and after["view_draws"] > pinned["before"]["view_draws"] and all(n >= 10 for n in seen),
+               "markers appear on Pin", f"{pinned['result']}, {after['pins']} pins, viewport draws "
+               f"{pinned['before']['view_draws']} -> {after['view_draws']}, green pixels at the markers: {seen}")
+    naming, count = after["ranges_offer"]
+    report["panel"] = {"ranges_offer": after["ranges_offer"], "ui_region": after["ui_region"]}
+    print(f"  panel: sidebar {after['ui_region']['width'] if after['ui_region'] else '-'} px wide, ranges offer "
+          f"{naming or 'none'} ({count} bones); screenshots e2e_panel_before/cleared/pinned.png", flush=True)
+    ex.request("op", timeout=min(20, left()), op="select", bones=[report["ready"]["bone"]])
+    time.sleep(MARKER_WAIT_S)
 
 
 def press_pin_key(x: X, ex: Exchange, args, to_window, left, checks: Checks, report: dict) -> None:

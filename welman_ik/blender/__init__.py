@@ -11,7 +11,7 @@ import bpy
 from .bake import operators as bake_operators
 from .drag import operator as drag_operator
 from .pins import operators as pin_operators
-from .rig import presets, properties
+from .rig import presets, properties, views
 from .ui import overlay, panel, preferences
 
 CLASSES = (preferences.CLASSES + pin_operators.CLASSES + drag_operator.CLASSES + bake_operators.CLASSES
@@ -24,10 +24,12 @@ def register() -> None:
         bpy.utils.register_class(cls)
     overlay.register()
     preferences.register()
+    views.register()
 
 
 def unregister(at_exit: bool = False) -> None:
     """``at_exit``: the process is ending and Blender may already have freed its keymaps."""
+    views.unregister()
     preferences.unregister(at_exit)
     overlay.unregister()
     for cls in reversed(CLASSES):

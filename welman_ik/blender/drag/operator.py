@@ -5,12 +5,14 @@ keys that toggle pins while dragging."""
 from __future__ import annotations
 
 import contextlib
+import functools
 
 import bpy
 from bpy.props import FloatProperty, FloatVectorProperty, StringProperty
 
+from ..rig import views
 from ..rig.model import RigError
-from ..rig.polls import ArmatureOperator
+from ..rig.polls import ArmatureOperator, armature_poll
 from . import session, solver, viewport
 from .state import DRAG_STATE
 
@@ -24,6 +26,34 @@ def pin_shortcut(event) -> str | None:
     if event.type == "P" and event.shift:
         return "POSE"
     return PIN_SHORTCUTS.get(event.type) if not event.shift else None
+
+
+# The status bar while dragging, as Blender's own modal tools show their keys: (icons, meaning).
+KEY_HINTS = (
+    (("MOUSE_LMB",), "Confirm"), (("MOUSE_RMB",), "Cancel"),
+    (("EVENT_CTRL", "MOUSE_MMB_SCROLL"), "Chain Length"), (("EVENT_TAB",), "Next Solver"),
+    ((), "Pin the bone under the mouse (again: unpin):"), (("EVENT_P",), "Position"),
+    (("EVENT_SHIFT", "EVENT_P"), "Pose"), (("EVENT_O",), "Orientation"),
+    (("EVENT_L",), "Line"), (("EVENT_N",), "Plane"), (("EVENT_A",), "Aim"), (("EVENT_R",), "Region"),
+    (("EVENT_T",), "Together"), (("EVENT_B",), "Balance"),
+)
+ICON_STAND_INS = {"MOUSE_MMB_SCROLL": "MOUSE_MMB"}  # (Blender 3.4 has no scroll-wheel icon)
+
+
+@functools.cache
+def _icons() -> frozenset:
+    return frozenset(bpy.types.UILayout.bl_rna.functions["label"].parameters["icon"].enum_items.keys())
+
+
+def draw_status(header, context) -> None:
+    """The status bar's draw while dragging: each key's icon and what it does."""
+    layout = header.layout
+    for icons, meaning in KEY_HINTS:
+        row = layout.row(align=True)
+        for icon in icons:
+            row.label(text="", icon=icon if icon in _icons() else ICON_STAND_INS.get(icon, "BLANK1"))
+        row.label(text=meaning)
+        layout.separator()
 
 
 def redraw_pose_editors(context) -> None:
@@ -86,7 +116,9 @@ class ModalDrag:
         self._view = (region, rv3d)
         DRAG_STATE.session = self._session
         context.window_manager.modal_handler_add(self)
-        context.area.header_text_set(self._session.header())
+        context.area.header_text_set(self._session.header(context.scene))
+        if context.workspace is not None:
+            context.workspace.status_text_set(draw_status)
         return {"RUNNING_MODAL"}
 
     def modal(self, context, event):
@@ -131,7 +163,7 @@ class ModalDrag:
         else:
             return {"RUNNING_MODAL"}
         if context.area is not None:
-            context.area.header_text_set(drag.header())
+            context.area.header_text_set(drag.header(context.scene))
             context.area.tag_redraw()
         redraw_pose_editors(context)
         return {"RUNNING_MODAL"}
@@ -142,15 +174,30 @@ class ModalDrag:
         if context.area is not None:
             context.area.header_text_set(None)
             context.area.tag_redraw()
-        redraw_pose_editors(context)
+        if context.workspace is not None:
+            context.workspace.status_text_set(None)
+        views.redraw()  # the pins the drag moved or toggled, in every viewport
         return result
 
 
 class WELMAN_IK_OT_drag(ModalDrag, ArmatureOperator, bpy.types.Operator):
-    """Drag a bone with every pin, lock and limit in force (from a script: move its anchor point to a target)"""
+    """Drag the active bone with the mouse, every pin, lock and joint range in force. Click to keep the pose, right-click or Esc to put it back"""
 
     bl_idname = "welman_ik.drag"
     bl_label = "Drag"
+
+    @classmethod
+    def poll(cls, context):
+        if not armature_poll(cls, context):
+            return False
+        # The sidebar's button drags the active bone; a script names its bone, the shortcut
+        # takes the one under the mouse.
+        region = context.region
+        if region is not None and region.type == "UI" and context.object.data.bones.active is None:
+            cls.poll_message_set("Click the bone to drag first (in Pose Mode), or press the drag shortcut "
+                                 "(Ctrl+Shift+D) with the mouse over a bone")
+            return False
+        return True
 
     def execute(self, context):
         if self.refused(context):

@@ -17,10 +17,12 @@ from ..rig import keyframes
 from ..rig.channels import PoseSnapshot
 from ..rig.model import RigError
 from ..rig.properties import SOLVER_ITEMS
+from ..rig.units import length_text
 from .solver import DragSolver, move_pins_to_bone
 from .state import EVENT_BUDGET
 
 LAST_SOLVE = ("iterations", "drag_error", "max_pin_error", "milliseconds", "converged")
+SOLVER_NAMES = {item[0]: item[1] for item in SOLVER_ITEMS}  # identifier -> the name a user reads
 DEFAULT_ANCHOR = 0.5  # the bone's middle: Welman (1993) found it avoids unwanted twist
 
 
@@ -184,14 +186,16 @@ class DragSession:
         for field, value in zip(LAST_SOLVE, figures):
             setattr(self.settings.last_solve, field, value)
 
-    def header(self) -> str:
+    def header(self, scene=None) -> str:
+        """The viewport header's text while dragging: what is dragged, the solver (by its UI
+        name) and the figures of the last event, lengths in the scene's units. The keys and
+        what they do are in the status bar (``operator.draw_status``)."""
+        solver = SOLVER_NAMES.get(self.settings.solver, self.settings.solver)
         f = self.figures
         if f is None:
-            return f"{self.title}: {self.bone}  |  {self.settings.solver}  |  move the mouse"
+            return f"{self.title}: {self.bone}  |  {solver}  |  move the mouse"
         return (
-            f"{self.title}: {self.settings.solver}  |  {f.result.iterations} it  |  drag {f.drag_error * 1000:.2f} mm"
-            f"  |  pins {f.max_pin_error * 1000:.3f} mm  |  {self.milliseconds[-1]:.1f} ms"
-            f"  |  chain {self.settings.chain_length or 'all'}"
-            "  |  Ctrl+Wheel/PgUp/PgDn chain, Tab solver, P/O/Shift+P/L/N/A/R/T/B pin under mouse,"
-            " LMB/Enter confirm, RMB/Esc cancel"
+            f"{self.title}: {self.bone}  |  {solver}  |  {f.result.iterations} iterations"
+            f"  |  drag {length_text(scene, f.drag_error)}  |  pins {length_text(scene, f.max_pin_error)}"
+            f"  |  {self.milliseconds[-1]:.1f} ms  |  chain {self.settings.chain_length or 'whole body'}"
         )

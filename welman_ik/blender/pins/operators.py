@@ -92,6 +92,14 @@ class WELMAN_IK_OT_pin(ArmatureOperator, bpy.types.Operator):
                            use_support=self.use_support)
 
 
+def has_pins(cls, context) -> bool:
+    """Poll: the armature has a pin (else the button says so)."""
+    if not len(context.object.welman_ik.pins):
+        cls.poll_message_set("The armature has no pins")
+        return False
+    return True
+
+
 def remove_pins(obj, indices) -> tuple[int, int]:
     """Remove the pins at ``indices``; returns (removed, disabled).
 
@@ -160,8 +168,12 @@ class WELMAN_IK_OT_clear_pins(ArmatureOperator, bpy.types.Operator):
 
 
 class WELMAN_IK_OT_remove_pin(ArmatureOperator, bpy.types.Operator):
-    """Remove this pin, whether or not its bone still exists (on a library override, a pin from the library is
-disabled instead)"""
+    """Remove the active pin of the list, whether or not its bone still exists (on a library override, a pin from \
+the library is disabled instead)"""
+
+    @classmethod
+    def poll(cls, context):
+        return armature_poll(cls, context) and has_pins(cls, context)
 
     bl_idname = "welman_ik.remove_pin"
     bl_label = "Remove Pin"

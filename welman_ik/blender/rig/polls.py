@@ -4,9 +4,11 @@ operators of the layers above derive from ``ArmatureOperator`` and ``SelectionOp
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
-from . import selection
+from . import selection, views
 
 
 def linked_refusal(obj) -> str:
@@ -45,12 +47,33 @@ def armature_poll(cls, context) -> bool:
     return True
 
 
+def _redrawn(execute):
+    @functools.wraps(execute)
+    def wrapper(self, context):
+        result = execute(self, context)
+        if "FINISHED" in result:
+            views.redraw()
+        return result
+
+    return wrapper
+
+
 def selected_pose_bones(obj) -> list:
     return [pb for pb in obj.pose.bones if selection.is_selected(pb) and not selection.is_hidden(pb)]
 
 
 class ArmatureOperator:
+    """An operator on the active armature. Whatever it changes (pins, ranges, settings, the
+    pose) shows at once: an ``execute`` that finishes redraws the viewports and the
+    Properties editor (``views.redraw``), from the panel, a shortcut or a script alike."""
+
     bl_options = {"REGISTER", "UNDO"}
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        execute = cls.__dict__.get("execute")
+        if execute is not None:
+            cls.execute = _redrawn(execute)
 
     @classmethod
     def poll(cls, context):

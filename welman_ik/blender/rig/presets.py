@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import bpy
 import numpy as np
-from bpy.props import EnumProperty
+from bpy.props import BoolProperty, EnumProperty
 
 from ...core import anatomy
 from .polls import ArmatureOperator, selected_pose_bones
@@ -18,8 +18,8 @@ PRESETS = (
 )
 RANGE_FIELDS = ("swing_x_min", "swing_x_max", "swing_z_min", "swing_z_max", "twist_min", "twist_max", "roll")
 
-# armature data pointer -> (bone names, naming): the panel asks on every redraw.
-_recognised_cache: dict[int, tuple[tuple[str, ...], str]] = {}
+# armature data pointer -> (bone names, naming, bones with a range): the panel asks on every redraw.
+_recognised_cache: dict[int, tuple[tuple[str, ...], str, int]] = {}
 
 
 def _names_and_parents(armature) -> tuple[list[str], dict[str, str | None]]:
@@ -30,20 +30,28 @@ def _names_and_parents(armature) -> tuple[list[str], dict[str, str | None]]:
 def recognised(obj) -> str:
     """The naming of armature object ``obj``: 'RIGIFY', 'METARIG', 'MIXAMO', 'BVH', or '' (none,
     or not an armature). Cached per armature data until its bones' names change."""
+    return recognised_ranges(obj)[0]
+
+
+def recognised_ranges(obj) -> tuple[str, int]:
+    """(naming, how many of its bones the 'AUTO' preset sets a range on, the whole rig) of
+    armature object ``obj``; ('', 0) for none. Cached per armature data until its bones'
+    names change."""
     if obj is None or obj.type != "ARMATURE":
-        return ""
+        return "", 0
     armature = obj.data
     names = tuple(b.name for b in armature.bones)
     key = armature.as_pointer()
     cached = _recognised_cache.get(key)
     if cached is not None and cached[0] == names:
-        return cached[1]
+        return cached[1], cached[2]
     parents = {b.name: (b.parent.name if b.parent else None) for b in armature.bones}
     naming, _ = anatomy.recognise(names, parents)
+    count = len(rig_ranges(obj)[1]) if naming else 0
     if len(_recognised_cache) > 64:
         _recognised_cache.clear()
-    _recognised_cache[key] = (names, naming)
-    return naming
+    _recognised_cache[key] = (names, naming, count)
+    return naming, count
 
 
 def rig_ranges(obj, best_guess: bool = False) -> tuple[str, dict[str, dict]]:
@@ -54,12 +62,14 @@ def rig_ranges(obj, best_guess: bool = False) -> tuple[str, dict[str, dict]]:
 
 
 class WELMAN_IK_OT_joint_ranges(ArmatureOperator, bpy.types.Operator):
-    """Set human joint ranges on the selected bones (all bones when none is selected), or clear them"""
+    """Set natural human joint ranges on the selected bones (every bone when none is selected), or clear them"""
 
     bl_idname = "welman_ik.joint_ranges"
     bl_label = "Joint Ranges"
 
     preset: EnumProperty(name="Preset", items=PRESETS, default="AUTO", options={"SKIP_SAVE"})
+    every_bone: BoolProperty(name="Every Bone", default=False, options={"SKIP_SAVE"},
+                             description="Every bone of the rig, whatever is selected")
 
     def execute(self, context):
         obj = context.object
@@ -71,7 +81,7 @@ class WELMAN_IK_OT_joint_ranges(ArmatureOperator, bpy.types.Operator):
         if obj.mode == "EDIT":
             self.report({"ERROR"}, "Leave edit mode: Welman IK works on the pose")
             return {"CANCELLED"}
-        selected = selected_pose_bones(obj)
+        selected = [] if self.every_bone else selected_pose_bones(obj)
         bones = selected or list(obj.pose.bones)
         where = f"{len(selected)} selected bone(s)" if selected else "the armature"
         if self.preset == "CLEAR":

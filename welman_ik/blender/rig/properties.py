@@ -15,6 +15,8 @@ from bpy.props import (
     StringProperty,
 )
 
+from .views import redraw_on_update
+
 SOLVER_ITEMS = [
     ("CCD", "CCD", "Cyclic coordinate descent (Welman 1993): fast per sweep, robust, converges slowly"),
     ("JACOBIAN_TRANSPOSE", "Jacobian Transpose", "Gradient descent (Welman 1993): simple, slow near singularities"),
@@ -23,16 +25,20 @@ SOLVER_ITEMS = [
      "(Zhao & Badler 1989)")),
 ]
 
+# (identifier, name, description, icon, number): the numbers are the ones saved files hold.
 PIN_KINDS = [
-    ("POSITION", "Position", "Hold a point along the bone at a place in the world"),
-    ("ORIENTATION", "Orientation", "Hold the bone's orientation (all of it, or only some of its axes)"),
-    ("POSE", "Pose", "Hold a point along the bone and the bone's orientation"),
-    ("LINE", "Line", "Keep a point along the bone on a line, free along it"),
-    ("PLANE", "Plane", "Keep a point along the bone in a plane, free within it"),
-    ("AIM", "Aim", "Keep one of the bone's axes pointing at a place in the world"),
-    ("REGION", "Region", "Keep a point along the bone within a sphere"),
-    ("TOGETHER", "Together", "Bring a point along the bone and a point on another bone together; both move"),
-    ("BALANCE", "Balance", "Keep the body's centre of mass over a point, or over the support of the planted pins"),
+    ("POSITION", "Position", "Hold a point along the bone at a place in the world", "CON_LOCLIKE", 0),
+    ("ORIENTATION", "Orientation", "Hold the bone's orientation (all of it, or only some of its axes)", "CON_ROTLIKE",
+     1),
+    ("POSE", "Pose", "Hold a point along the bone and the bone's orientation", "CON_TRANSLIKE", 2),
+    ("LINE", "Line", "Keep a point along the bone on a line, free along it", "CON_FOLLOWPATH", 3),
+    ("PLANE", "Plane", "Keep a point along the bone in a plane, free within it", "MESH_PLANE", 4),
+    ("AIM", "Aim", "Keep one of the bone's axes pointing at a place in the world", "CON_TRACKTO", 5),
+    ("REGION", "Region", "Keep a point along the bone within a sphere", "CON_DISTLIMIT", 6),
+    ("TOGETHER", "Together", "Bring a point along the bone and a point on another bone together; both move",
+     "LINKED", 7),
+    ("BALANCE", "Balance", "Keep the body's centre of mass over a point, or over the support of the planted pins",
+     "MOD_PHYSICS", 8),
 ]
 
 AIM_AXIS_ITEMS = [(a, a, f"The bone's {a} axis") for a in ("X", "Y", "Z", "-X", "-Y", "-Z")]
@@ -45,6 +51,11 @@ AIM_AXIS_ITEMS = [(a, a, f"The bone's {a} axis") for a in ("X", "Y", "Z", "-X", 
 # after the first was lost on save. Pins stored in the library itself cannot be removed from
 # an override (Blender keeps every item of the reference); the operators disable them.
 OVERRIDABLE = {"LIBRARY_OVERRIDABLE"}
+# Nothing of the add-on's is animated: a solve reads each setting and pin as it is, so a key on
+# one would only be a trap (the panel shows no keyframe dot).
+STILL: set = set()
+# What the viewport shows (pins' and ranges' markers) is redrawn when a script changes it.
+SHOWN = redraw_on_update
 OVERRIDABLE_COLLECTION = {"LIBRARY_OVERRIDABLE", "USE_INSERTION", "NO_PROPERTY_NAME"}
 
 REFERENCE_ITEMS = [
@@ -68,59 +79,59 @@ KEYFRAME_ITEMS = [
 
 
 class WELMAN_IK_Pin(bpy.types.PropertyGroup):
-    bone: StringProperty(name="Bone", description="Pose bone name", override=OVERRIDABLE)
+    bone: StringProperty(name="Bone", description="Pose bone name", override=OVERRIDABLE, options=STILL, update=SHOWN)
     kind: EnumProperty(name="Kind", items=PIN_KINDS, default="POSITION", description="What is held",
-                       override=OVERRIDABLE)
+                       override=OVERRIDABLE, options=STILL, update=SHOWN)
     anchor: FloatProperty(
         name="Anchor", min=0.0, max=1.0, default=1.0, subtype="FACTOR",
-        description="The held point along the bone: 0 head, 1 tail", override=OVERRIDABLE,
+        description="The held point along the bone: 0 head, 1 tail", override=OVERRIDABLE, options=STILL, update=SHOWN,
     )
     location: FloatVectorProperty(
         name="Location", size=3, subtype="TRANSLATION", unit="LENGTH",
-        description="World-space goal point", override=OVERRIDABLE,
+        description="World-space goal point", override=OVERRIDABLE, options=STILL, update=SHOWN,
     )
     rotation: FloatVectorProperty(
         name="Rotation", size=4, subtype="QUATERNION", default=(1.0, 0.0, 0.0, 0.0),
-        description="World-space goal orientation (w, x, y, z)", override=OVERRIDABLE,
+        description="World-space goal orientation (w, x, y, z)", override=OVERRIDABLE, options=STILL, update=SHOWN,
     )
     axes: BoolVectorProperty(
         name="Axes", size=3, default=(True, True, True), subtype="XYZ",
-        description="Which of the bone's own axes an orientation pin holds", override=OVERRIDABLE,
+        description="Which of the bone's own axes an orientation pin holds", override=OVERRIDABLE, options=STILL, update=SHOWN,
     )
     direction: FloatVectorProperty(
         name="Direction", size=3, subtype="DIRECTION", default=(0.0, 0.0, 1.0),
-        description="Line direction or plane normal, world space", override=OVERRIDABLE,
+        description="Line direction or plane normal, world space", override=OVERRIDABLE, options=STILL, update=SHOWN,
     )
     radius: FloatProperty(name="Radius", min=0.0, default=0.05, unit="LENGTH",
-                          description="Region: the sphere's radius", override=OVERRIDABLE)
-    aim_axis: EnumProperty(name="Aim Axis", items=AIM_AXIS_ITEMS, default="Y", override=OVERRIDABLE,
+                          description="Region: the sphere's radius", override=OVERRIDABLE, options=STILL, update=SHOWN)
+    aim_axis: EnumProperty(name="Aim Axis", items=AIM_AXIS_ITEMS, default="Y", override=OVERRIDABLE, options=STILL, update=SHOWN,
                            description="Aim: the bone axis that points at the location")
-    target_bone: StringProperty(name="Target Bone", override=OVERRIDABLE,
+    target_bone: StringProperty(name="Target Bone", override=OVERRIDABLE, options=STILL, update=SHOWN,
                                 description="Together: the other bone whose point this one meets")
     target_anchor: FloatProperty(
-        name="Target Anchor", min=0.0, max=1.0, default=1.0, subtype="FACTOR", override=OVERRIDABLE,
+        name="Target Anchor", min=0.0, max=1.0, default=1.0, subtype="FACTOR", override=OVERRIDABLE, options=STILL, update=SHOWN,
         description="Together: the point along the other bone: 0 head, 1 tail",
     )
     use_support: BoolProperty(
-        name="Support Polygon", default=False, override=OVERRIDABLE,
+        name="Support Polygon", default=False, override=OVERRIDABLE, options=STILL, update=SHOWN,
         description="Balance: keep the centre of mass over the support polygon of the enabled position and pose pins "
                     "instead of over the location",
     )
     weight: FloatProperty(name="Weight", min=0.0, default=1.0, soft_max=10.0,
-                          description="Importance against other pins", override=OVERRIDABLE)
+                          description="Importance against other pins", override=OVERRIDABLE, options=STILL, update=SHOWN)
     enabled: BoolProperty(name="Enabled", default=True, description="A disabled pin is kept but ignored",
-                          override=OVERRIDABLE)
+                          override=OVERRIDABLE, options=STILL, update=SHOWN)
     frame_start: IntProperty(name="Start", default=0, description="First frame the pin is in force (bake); "
-                             "start and end both 0: always", override=OVERRIDABLE)
+                             "start and end both 0: always", override=OVERRIDABLE, options=STILL, update=SHOWN)
     frame_end: IntProperty(name="End", default=0, description="Last frame the pin is in force (bake)",
-                           override=OVERRIDABLE)
-    follow: BoolProperty(name="Follow", default=False, override=OVERRIDABLE,
+                           override=OVERRIDABLE, options=STILL, update=SHOWN)
+    follow: BoolProperty(name="Follow", default=False, override=OVERRIDABLE, options=STILL, update=SHOWN,
                          description="Bake: the goal is where the bone's own animation puts it on each frame")
 
 
 def _angle(name: str, default: float, description: str):
     return FloatProperty(name=name, default=default, subtype="ANGLE", soft_min=-3.14159, soft_max=3.14159,
-                         min=-6.28319, max=6.28319, description=description, override=OVERRIDABLE)
+                         min=-6.28319, max=6.28319, description=description, override=OVERRIDABLE, options=STILL, update=SHOWN)
 
 
 class WELMAN_IK_Range(bpy.types.PropertyGroup):
@@ -129,7 +140,7 @@ class WELMAN_IK_Range(bpy.types.PropertyGroup):
     orientation in its parent. The range's axes are the bone's rest X and Z turned by
     ``roll`` about Y (a preset turns them onto a hinge's bend axis, whatever the bone roll)."""
 
-    use: BoolProperty(name="Use", default=False, override=OVERRIDABLE, description="The range is in force")
+    use: BoolProperty(name="Use", default=False, override=OVERRIDABLE, options=STILL, update=SHOWN, description="The range is in force")
     swing_x_min: _angle("Swing X Min", -0.7854, "How far the bone may swing about the range's X axis, negative way")
     swing_x_max: _angle("Swing X Max", 0.7854, "How far the bone may swing about the range's X axis, positive way")
     swing_z_min: _angle("Swing Z Min", -0.7854, "How far the bone may swing about the range's Z axis, negative way")
@@ -142,14 +153,14 @@ class WELMAN_IK_Range(bpy.types.PropertyGroup):
 class WELMAN_IK_Miss(bpy.types.PropertyGroup):
     """One baked frame whose evaluated pose missed a goal: the worst goal's bone and miss."""
 
-    frame: IntProperty(name="Frame", override=OVERRIDABLE)
-    bone: StringProperty(name="Bone", override=OVERRIDABLE)
-    error: FloatProperty(name="Miss", unit="LENGTH", precision=5, override=OVERRIDABLE)
-    goals: IntProperty(name="Goals Missed", override=OVERRIDABLE, description="Goals missed on that frame")
-    eased_error: FloatProperty(name="Eased Miss", unit="LENGTH", precision=5, override=OVERRIDABLE,
+    frame: IntProperty(name="Frame", override=OVERRIDABLE, options=STILL)
+    bone: StringProperty(name="Bone", override=OVERRIDABLE, options=STILL)
+    error: FloatProperty(name="Miss", unit="LENGTH", precision=5, override=OVERRIDABLE, options=STILL)
+    goals: IntProperty(name="Goals Missed", override=OVERRIDABLE, options=STILL, description="Goals missed on that frame")
+    eased_error: FloatProperty(name="Eased Miss", unit="LENGTH", precision=5, override=OVERRIDABLE, options=STILL,
                                description="The same goal's miss against what the solver was asked on that frame "
                                            "(the goal eased toward the animation); equal to Miss where not eased")
-    eased: BoolProperty(name="Eased", override=OVERRIDABLE,
+    eased: BoolProperty(name="Eased", override=OVERRIDABLE, options=STILL,
                         description="The goal was eased toward the animation on that frame (an open range end)")
 
 
@@ -160,109 +171,109 @@ class WELMAN_IK_LastSolve(bpy.types.PropertyGroup):
     no getter callbacks: either keeps a process that imports bpy as a module from exiting.
     """
 
-    iterations: IntProperty(name="Iterations", override=OVERRIDABLE)
-    drag_error: FloatProperty(name="Drag Error", unit="LENGTH", precision=6, override=OVERRIDABLE)
-    max_pin_error: FloatProperty(name="Max Pin Error", unit="LENGTH", precision=6, override=OVERRIDABLE)
-    milliseconds: FloatProperty(name="Milliseconds", precision=2, override=OVERRIDABLE)
-    converged: BoolProperty(name="Converged", override=OVERRIDABLE)
-    message: StringProperty(name="Message", override=OVERRIDABLE,
+    iterations: IntProperty(name="Iterations", override=OVERRIDABLE, options=STILL)
+    drag_error: FloatProperty(name="Drag Error", unit="LENGTH", precision=6, override=OVERRIDABLE, options=STILL)
+    max_pin_error: FloatProperty(name="Max Pin Error", unit="LENGTH", precision=6, override=OVERRIDABLE, options=STILL)
+    milliseconds: FloatProperty(name="Milliseconds", precision=2, override=OVERRIDABLE, options=STILL)
+    converged: BoolProperty(name="Converged", override=OVERRIDABLE, options=STILL)
+    message: StringProperty(name="Message", override=OVERRIDABLE, options=STILL,
                             description="One line: what the last solve missed and why (empty when converged)")
     eased_pin_error: FloatProperty(
-        name="Eased Pin Error", unit="LENGTH", precision=6, override=OVERRIDABLE,
+        name="Eased Pin Error", unit="LENGTH", precision=6, override=OVERRIDABLE, options=STILL,
         description="A bake whose goals were eased toward the animation (near an open range end): the largest pin "
                     "error against the eased goals the solver was asked for; Max Pin Error is each pin's distance "
                     "from its own location. Equal to Max Pin Error when nothing was eased")
-    eased_frames: IntProperty(name="Eased Frames", override=OVERRIDABLE,
+    eased_frames: IntProperty(name="Eased Frames", override=OVERRIDABLE, options=STILL,
                               description="How many frames of the last bake had a pin's goal eased toward the "
                                           "animation (0: every pin was asked for its own location)")
 
 
 class WELMAN_IK_Settings(bpy.types.PropertyGroup):
     solver: EnumProperty(name="Solver", items=SOLVER_ITEMS, default="SR_INVERSE", description="The IK algorithm",
-                         override=OVERRIDABLE)
+                         override=OVERRIDABLE, options=STILL)
     max_iterations: IntProperty(
         name="Max Iterations", min=1, soft_max=1000, default=300,
-        description="Iterations per solve (per mouse event while dragging)", override=OVERRIDABLE,
+        description="Iterations per solve (per mouse event while dragging)", override=OVERRIDABLE, options=STILL,
     )
     tolerance: FloatProperty(
         name="Tolerance", min=1e-9, soft_max=0.01, default=1e-5, precision=6, unit="LENGTH",
-        description="A goal within this distance is met", override=OVERRIDABLE,
+        description="A goal within this distance is met", override=OVERRIDABLE, options=STILL,
     )
     damping: FloatProperty(
         name="Damping", min=1e-9, soft_max=1.0, default=1e-3, precision=5,
-        description="The SR inverse's k, relative to the scale of each task's Jacobian", override=OVERRIDABLE,
+        description="The SR inverse's k, relative to the scale of each task's Jacobian", override=OVERRIDABLE, options=STILL,
     )
     reference: EnumProperty(
-        name="Preferred Pose", items=REFERENCE_ITEMS, default="START", override=OVERRIDABLE,
+        name="Preferred Pose", items=REFERENCE_ITEMS, default="START", override=OVERRIDABLE, options=STILL,
         description="The pose the other joints keep to, as the lowest-priority task",
     )
     reference_weight: FloatProperty(
-        name="Preference", min=0.0, soft_max=1.0, default=1.0, override=OVERRIDABLE,
+        name="Preference", min=0.0, soft_max=1.0, default=1.0, override=OVERRIDABLE, options=STILL,
         description="How strongly the joints the goals leave free keep to the preferred pose "
         "(the share of the way back taken per iteration; 0: off)",
     )
     gaze: BoolProperty(
-        name="Keep Gaze", default=True, override=OVERRIDABLE,
+        name="Keep Gaze", default=True, override=OVERRIDABLE, options=STILL,
         description="While the body moves, the neck keeps the head looking where it looked (unless a pin is on the "
                     "head), below every pin and the drag",
     )
     gaze_bone: StringProperty(
-        name="Gaze Bone", default="", override=OVERRIDABLE,
+        name="Gaze Bone", default="", override=OVERRIDABLE, options=STILL,
         description="The bone that keeps its world orientation (empty: the head, found by the rig's naming)",
     )
     pins_first: BoolProperty(
-        name="Pins First", default=True, override=OVERRIDABLE,
+        name="Pins First", default=True, override=OVERRIDABLE, options=STILL,
         description="On conflict, pins hold and the dragged bone stops at the closest reachable point; "
         "off: the drag wins and pins yield",
     )
     chain_length: IntProperty(
-        name="Chain Length", min=0, soft_max=20, default=0, override=OVERRIDABLE,
+        name="Chain Length", min=0, soft_max=20, default=0, override=OVERRIDABLE, options=STILL,
         description="0: the whole body moves; N: only the dragged bone and its N - 1 nearest ancestors move",
     )
     keyframes: EnumProperty(name="Keyframes", items=KEYFRAME_ITEMS, default="ALWAYS",
-                            description="When a solved pose is keyed", override=OVERRIDABLE)
+                            description="When a solved pose is keyed", override=OVERRIDABLE, options=STILL)
     root_motion: EnumProperty(
-        name="Root Motion", items=ROOT_MOTION_ITEMS, default="FOLLOW", override=OVERRIDABLE,
+        name="Root Motion", items=ROOT_MOTION_ITEMS, default="FOLLOW", override=OVERRIDABLE, options=STILL,
         description="What a bake does with the root bone's animated path",
     )
     contact_height: FloatProperty(
-        name="Contact Height", min=0.0, default=0.03, unit="LENGTH", precision=3, override=OVERRIDABLE,
+        name="Contact Height", min=0.0, default=0.03, unit="LENGTH", precision=3, override=OVERRIDABLE, options=STILL,
         description="Detect Contacts: a bone is planted within this height of its lowest point",
     )
     contact_speed: FloatProperty(
-        name="Contact Speed", min=0.0, default=0.005, unit="LENGTH", precision=4, override=OVERRIDABLE,
+        name="Contact Speed", min=0.0, default=0.005, unit="LENGTH", precision=4, override=OVERRIDABLE, options=STILL,
         description="Detect Contacts: a planted point moves at most this far per frame at 30 fps (scaled to the "
                     "scene's frame rate: a quarter of it at 120 fps)",
     )
     contact_min_frames: IntProperty(
-        name="Contact Frames", min=1, default=5, override=OVERRIDABLE,
+        name="Contact Frames", min=1, default=5, override=OVERRIDABLE, options=STILL,
         description="Detect Contacts: the shortest plant, in frames",
     )
     contact_drift: FloatProperty(
-        name="Contact Drift", min=0.0, default=0.025, unit="LENGTH", precision=3, override=OVERRIDABLE,
+        name="Contact Drift", min=0.0, default=0.025, unit="LENGTH", precision=3, override=OVERRIDABLE, options=STILL,
         description="Detect Contacts: the farthest a planted point may wander over the whole plant (a slow creep "
                     "beyond it is split into separate plants)",
     )
     contact_knee_bend: FloatProperty(
-        name="Knee Bend", min=0.0, max=1.2, default=0.0873, subtype="ANGLE", override=OVERRIDABLE,
+        name="Knee Bend", min=0.0, max=1.2, default=0.0873, subtype="ANGLE", override=OVERRIDABLE, options=STILL,
         description="Detect Contacts: the least the knee stays bent to reach a plant; frames where the leg would "
                     "have to be straighter are left out of the plant",
     )
     motion_falloff: IntProperty(
-        name="Falloff", min=0, soft_max=100, default=10, override=OVERRIDABLE,
+        name="Falloff", min=0, soft_max=100, default=10, override=OVERRIDABLE, options=STILL,
         description="Frames an edit blends into on either side (Edit Motion), and over which a bake eases a "
                     "bone back onto its animation when its pin ends",
     )
     pins: CollectionProperty(type=WELMAN_IK_Pin, override=OVERRIDABLE_COLLECTION)
-    active_pin_index: IntProperty(name="Active Pin", default=0, override=OVERRIDABLE)
-    last_solve: PointerProperty(type=WELMAN_IK_LastSolve, override=OVERRIDABLE)
+    active_pin_index: IntProperty(name="Active Pin", default=0, override=OVERRIDABLE, options=STILL)
+    last_solve: PointerProperty(type=WELMAN_IK_LastSolve, override=OVERRIDABLE, options=STILL)
     bake_misses: CollectionProperty(
         type=WELMAN_IK_Miss, override=OVERRIDABLE_COLLECTION,
         name="Missed Frames", description="The frames of the last bake or edit whose evaluated pose missed a goal",
     )
-    active_miss_index: IntProperty(name="Active Missed Frame", default=0, override=OVERRIDABLE)
+    active_miss_index: IntProperty(name="Active Missed Frame", default=0, override=OVERRIDABLE, options=STILL)
     ranges_offered: BoolProperty(
-        name="Ranges Offered", default=False, override=OVERRIDABLE,
+        name="Ranges Offered", default=False, override=OVERRIDABLE, options=STILL,
         description="The panel has offered this rig's human joint ranges once (the offer is then dismissed)",
     )
 
@@ -273,10 +284,10 @@ CLASSES = (WELMAN_IK_Pin, WELMAN_IK_Range, WELMAN_IK_Miss, WELMAN_IK_LastSolve, 
 def register() -> None:
     for cls in CLASSES:
         bpy.utils.register_class(cls)
-    bpy.types.Object.welman_ik = PointerProperty(type=WELMAN_IK_Settings, override=OVERRIDABLE)
-    bpy.types.PoseBone.welman_ik_range = PointerProperty(type=WELMAN_IK_Range, override=OVERRIDABLE)
+    bpy.types.Object.welman_ik = PointerProperty(type=WELMAN_IK_Settings, override=OVERRIDABLE, options=STILL)
+    bpy.types.PoseBone.welman_ik_range = PointerProperty(type=WELMAN_IK_Range, override=OVERRIDABLE, options=STILL)
     bpy.types.PoseBone.welman_ik_mass = FloatProperty(
-        name="Mass", min=0.0, soft_max=100.0, default=0.0, unit="MASS", override=OVERRIDABLE,
+        name="Mass", min=0.0, soft_max=100.0, default=0.0, unit="MASS", override=OVERRIDABLE, options=STILL,
         description="Balance: this bone's mass; 0: from the segment-mass table (or its length, if the rig's "
                     "naming is not recognised)",
     )

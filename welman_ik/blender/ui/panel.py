@@ -7,6 +7,7 @@ import textwrap
 import bpy
 
 from ..rig.polls import ArmatureOperator, linked_refusal
+from ..rig.units import length_text
 
 NAMINGS = {"RIGIFY": "Rigify", "METARIG": "Rigify metarig", "MIXAMO": "Mixamo", "BVH": "BVH"}
 JOINT_RANGES = "welman_ik.joint_ranges"
@@ -24,6 +25,9 @@ class SidebarPanel:
 
 
 class WELMAN_IK_UL_pins(bpy.types.UIList):
+    """The armature's pins: enable toggle, the bone's whole name, the kind; filtered and sorted
+    by bone name as Blender's own lists are."""
+
     def draw_item(self, context, layout, data, item, icon, active_data, active_propname, index):
         row = layout.row(align=True)
         pose = data.id_data.pose
@@ -33,17 +37,27 @@ class WELMAN_IK_UL_pins(bpy.types.UIList):
             missing = item.target_bone
         if missing is None:
             body.prop(item, "enabled", text="")
+            # The kind as its icon (its name and description in the icon's tooltip): the
+            # bone's whole name has the rest of the row.
+            body.prop(item, "kind", text="", icon_only=True, emboss=False)
             name = "centre of mass" if item.kind == "BALANCE" else item.bone
             if item.kind == "TOGETHER":
                 name = f"{item.bone} + {item.target_bone}"
-            body.label(text=name, icon="PINNED" if item.enabled else "UNPINNED")
-            body.prop(item, "kind", text="", emboss=False)
-            body.prop(item, "weight", text="", emboss=False)
+            body.label(text=name)
         else:
-            # Renamed or deleted: kept (the solver refuses it), greyed, with the reason.
+            # Renamed or deleted: kept (the solver refuses it), greyed, with the reason; the
+            # list's Remove button takes it out.
             body.active = False
             body.label(text=f"bone '{missing}' missing", icon="ERROR")
-        row.operator("welman_ik.remove_pin", text="", icon="X", emboss=False).index = index
+
+    def filter_items(self, context, data, propname):
+        pins = getattr(data, propname)
+        helpers = bpy.types.UI_UL_list
+        flags = (helpers.filter_items_by_name(self.filter_name, self.bitflag_filter_item, pins, "bone",
+                                              reverse=self.use_filter_invert)
+                 if self.filter_name else [])
+        order = helpers.sort_items_by_name(pins, "bone") if self.use_filter_sort_alpha else []
+        return flags, order
 
 
 # The fields each kind of pin uses, in the order the panel shows them.
@@ -116,31 +130,34 @@ def operator_available(idname: str) -> bool:
     return True
 
 
-def recognised_naming(obj) -> str:
-    """The human naming of armature ``obj`` ('RIGIFY', 'METARIG', 'MIXAMO', 'BVH') as the presets
-    recognise it, or '' (also when the presets module is missing or fails: the panel must draw)."""
+def recognised_ranges(obj) -> tuple[str, int]:
+    """(naming, bones the human ranges preset sets on the whole rig) of armature ``obj`` as the
+    presets recognise it, or ('', 0) (also when the presets module is missing or fails: the
+    panel must draw)."""
     try:
         from ..rig import presets
     except ImportError:
-        return ""
-    recognised = getattr(presets, "recognised", None)
+        return "", 0
+    recognised = getattr(presets, "recognised_ranges", None)
     if recognised is None:
-        return ""
+        return "", 0
     try:
-        return str(recognised(obj) or "")
+        naming, count = recognised(obj)
     except Exception:  # noqa: BLE001 - a rig the presets choke on is simply not offered
-        return ""
+        return "", 0
+    return (str(naming or ""), int(count)) if count else ("", 0)
 
 
-def ranges_offer(obj) -> str:
-    """The naming to offer human joint ranges for (once per rig), or '': the rig has a pin, no
-    bone with a range in use, has not been offered them, and its naming is recognised."""
+def ranges_offer(obj) -> tuple[str, int]:
+    """(naming, bones) to offer natural joint ranges for, on the whole rig (once per rig), or
+    ('', 0): the rig has a pin, no bone with a range in use, has not been offered them (a
+    dismissal is saved in the .blend), and its naming is recognised."""
     settings = obj.welman_ik
     if settings.ranges_offered or not len(settings.pins) or linked_refusal(obj):
-        return ""
+        return "", 0
     if any(pb.welman_ik_range.use for pb in obj.pose.bones):
-        return ""
-    return recognised_naming(obj)
+        return "", 0
+    return recognised_ranges(obj)
 
 
 class WELMAN_IK_OT_dismiss_ranges_offer(ArmatureOperator, bpy.types.Operator):
@@ -161,31 +178,51 @@ class WELMAN_IK_PT_main(SidebarPanel, bpy.types.Panel):
 
     def draw(self, context):
         layout = self.layout
-        settings = context.object.welman_ik
         refusal = linked_refusal(context.object)
         if refusal:
             col = layout.column(align=True)
             for i, line in enumerate(wrapped_lines(context, refusal)):
                 col.label(text=line, icon="LIBRARY_DATA_DIRECT" if i == 0 else "BLANK1")
-        layout.use_property_split = True
-        layout.prop(settings, "solver")
+        row = layout.row()
+        row.scale_y = 1.4
+        row.operator("welman_ik.drag", text="Drag Active Bone", icon="CON_KINEMATIC")
+
+
+def property_split(layout):
+    """A column laid out as Blender's own property editors are: label left, field right, and
+    no keyframe dot (none of the add-on's settings is animated)."""
+    col = layout.column()
+    col.use_property_split = True
+    col.use_property_decorate = False
+    return col
+
+
+class WELMAN_IK_PT_solver(SidebarPanel, bpy.types.Panel):
+    bl_label = "Solver"
+    bl_parent_id = "WELMAN_IK_PT_main"
+    bl_options = {"DEFAULT_CLOSED"}
+
+    def draw(self, context):
+        settings = context.object.welman_ik
+        layout = property_split(self.layout)
+        layout.prop(settings, "solver", text="Method")
         col = layout.column(align=True)
-        col.prop(settings, "max_iterations")
+        col.prop(settings, "max_iterations", text="Iterations")
         col.prop(settings, "tolerance")
         if settings.solver == "SR_INVERSE":
             col.prop(settings, "damping")
         col = layout.column(align=True)
-        col.prop(settings, "reference")
+        col.prop(settings, "reference", text="Preferred")
         if settings.reference != "NONE":
-            col.prop(settings, "reference_weight")
-        col = layout.column(align=True)
-        col.prop(settings, "gaze")
+            col.prop(settings, "reference_weight", text="Strength")
+        col = layout.column(align=True, heading="Head")
+        col.prop(settings, "gaze", text="Keep Gaze")
         if settings.gaze:
-            col.prop_search(settings, "gaze_bone", context.object.data, "bones", text="Gaze Bone")
-        layout.prop(settings, "pins_first")
-        layout.prop(settings, "chain_length")
-        layout.prop(settings, "keyframes")
-        layout.operator("welman_ik.drag", text="Drag Active Bone", icon="CON_KINEMATIC")
+            col.prop_search(settings, "gaze_bone", context.object.data, "bones", text="Bone")
+        col = layout.column(heading="Conflicts")
+        col.prop(settings, "pins_first", text="Pins Win")
+        layout.prop(settings, "chain_length", text="Chain")
+        layout.prop(settings, "keyframes", text="Keys")
 
 
 class WELMAN_IK_PT_pins(SidebarPanel, bpy.types.Panel):
@@ -195,33 +232,38 @@ class WELMAN_IK_PT_pins(SidebarPanel, bpy.types.Panel):
     def draw(self, context):
         layout = self.layout
         settings = context.object.welman_ik
-        row = layout.row(align=True)
-        row.operator("welman_ik.pin", icon="PINNED")
-        row.operator_menu_enum("welman_ik.pin", "kind", text="Pin As")
-        row.operator("welman_ik.unpin", icon="UNPINNED")
-        row.operator("welman_ik.clear_pins", icon="X", text="Clear")
+        naming, count = ranges_offer(context.object)
+        if naming:
+            self.draw_offer(context, naming, count)
+        # The list with its buttons beside it, as Blender's own lists have them.
+        row = layout.row()
+        row.template_list("WELMAN_IK_UL_pins", "", settings, "pins", settings, "active_pin_index", rows=4)
+        col = row.column(align=True)
+        col.operator("welman_ik.pin", icon="ADD", text="")
+        col.operator("welman_ik.remove_pin", icon="REMOVE", text="")
+        col.separator()
+        col.operator_menu_enum("welman_ik.pin", "kind", icon="DOWNARROW_HLT", text="")
+        col.separator()
+        col.operator("welman_ik.unpin", icon="UNPINNED", text="")
+        col.operator("welman_ik.clear_pins", icon="X", text="")
         row = layout.row(align=True)
         row.operator("welman_ik.lock", icon="LOCKED")
         row.operator("welman_ik.unlock", icon="UNLOCKED")
-        naming = ranges_offer(context.object)
-        if naming:
-            self.draw_offer(context, naming)
-        layout.template_list("WELMAN_IK_UL_pins", "", settings, "pins", settings, "active_pin_index", rows=3)
         if 0 <= settings.active_pin_index < len(settings.pins):
             pin = settings.pins[settings.active_pin_index]
-            col = layout.column()
-            col.use_property_split = True
-            draw_pin_fields(col, pin, context.object)
+            draw_pin_fields(property_split(layout), pin, context.object)
 
-    def draw_offer(self, context, naming: str) -> None:
+    def draw_offer(self, context, naming: str, count: int) -> None:
         box = self.layout.box()
         col = box.column(align=True)
-        text = f"Human rig recognised ({NAMINGS.get(naming, naming)}): set natural joint ranges?"
+        text = (f"Human rig recognised ({NAMINGS.get(naming, naming)} naming). Set natural joint ranges on all "
+                f"{count} of its bones?")
         for i, line in enumerate(wrapped_lines(context, text)):
             col.label(text=line, icon="ARMATURE_DATA" if i == 0 else "BLANK1")
         row = box.row(align=True)
         if operator_available(JOINT_RANGES):
-            row.operator(JOINT_RANGES, text="Set Ranges").preset = "AUTO"
+            button = row.operator(JOINT_RANGES, text="Set Ranges")
+            button.preset, button.every_bone = "AUTO", True
         row.operator("welman_ik.dismiss_ranges_offer", text="Dismiss")
 
 
@@ -280,11 +322,12 @@ class WELMAN_IK_PT_last_solve(SidebarPanel, bpy.types.Panel):
         if last.iterations == 0 and last.milliseconds == 0.0:
             col.label(text="No solve yet")
             return
+        scene = getattr(context, "scene", None)
         col.label(text=f"Iterations: {last.iterations}")
-        col.label(text=f"Drag error: {last.drag_error * 1000:.3f} mm")
-        col.label(text=f"Largest pin error: {last.max_pin_error * 1000:.3f} mm")
+        col.label(text=f"Drag error: {length_text(scene, last.drag_error)}")
+        col.label(text=f"Largest pin error: {length_text(scene, last.max_pin_error)}")
         if getattr(last, "eased_frames", 0):  # a bake whose goals were eased near an open range end
-            col.label(text=f"Eased goals: {last.eased_pin_error * 1000:.3f} mm")
+            col.label(text=f"Eased goals: {length_text(scene, last.eased_pin_error)}")
             col.label(text=f"Eased frames: {last.eased_frames}")
         col.label(text=f"Time: {last.milliseconds:.2f} ms")
         col.label(text="Converged" if last.converged else "Not converged",
@@ -305,8 +348,9 @@ class WELMAN_IK_UL_misses(bpy.types.UIList):
         # against the eased goal after the miss from the pin's own location.
         row.label(text=f"{item.frame}", icon="IPO_EASE_IN_OUT" if item.eased else "ERROR")
         row.label(text=item.bone)
-        row.label(text=f"{item.error * 1000.0:.2f} mm" + (f" ({item.goals})" if item.goals > 1 else "")
-                  + (f", eased {item.eased_error * 1000.0:.2f}" if item.eased else ""))
+        scene = getattr(context, "scene", None)
+        row.label(text=length_text(scene, item.error) + (f" ({item.goals})" if item.goals > 1 else "")
+                  + (f", eased {length_text(scene, item.eased_error)}" if item.eased else ""))
         row.operator("welman_ik.jump_to_frame", text="", icon="FORWARD", emboss=False).frame = item.frame
 
 
@@ -318,8 +362,7 @@ class WELMAN_IK_PT_bake(SidebarPanel, bpy.types.Panel):
     def draw(self, context):
         layout = self.layout
         settings = context.object.welman_ik
-        col = layout.column(align=True)
-        col.use_property_split = True
+        col = property_split(layout).column(align=True)
         col.prop(settings, "root_motion")
         col.prop(settings, "contact_height")
         col.prop(settings, "contact_speed")
@@ -340,11 +383,10 @@ class WELMAN_IK_PT_bake(SidebarPanel, bpy.types.Panel):
                                  rows=3)
         # Motion editing: drag the active bone at this frame; the edit blends into the
         # neighbouring frames of the assigned action.
-        col = layout.column(align=True)
-        col.use_property_split = True
+        col = property_split(layout).column(align=True)
         col.prop(settings, "motion_falloff")
         layout.operator("welman_ik.edit_motion", icon="IPO_EASE_IN_OUT")
 
 
 CLASSES = (WELMAN_IK_OT_dismiss_ranges_offer, WELMAN_IK_UL_pins, WELMAN_IK_UL_misses, WELMAN_IK_PT_main,
-           WELMAN_IK_PT_pins, WELMAN_IK_PT_range, WELMAN_IK_PT_last_solve, WELMAN_IK_PT_bake)
+           WELMAN_IK_PT_solver, WELMAN_IK_PT_pins, WELMAN_IK_PT_range, WELMAN_IK_PT_last_solve, WELMAN_IK_PT_bake)

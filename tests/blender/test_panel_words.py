@@ -1,0 +1,138 @@
+"""The panel and the drag as a user reads them: what redraws after a change, which settings
+can be keyed, the drag button's poll, the words of the drag's header and status bar, lengths
+in the scene's units, and the pins list's filter. (The redraws themselves, the markers appearing
+and vanishing, are checked in the real window: ``tests/e2e``'s panel mode.)"""
+
+from __future__ import annotations
+
+import types
+
+import bpy
+import pytest
+import scenes
+from conftest import pin
+
+from welman_ik.blender.drag import operator as drag_operator
+from welman_ik.blender.drag.session import DragSession
+from welman_ik.blender.rig import properties, views
+from welman_ik.blender.rig.units import length_text
+from welman_ik.blender.ui import panel
+
+
+@pytest.fixture
+def redraws(monkeypatch) -> list:
+    """Each call of ``views.redraw`` (the operators call it through the module)."""
+    calls: list = []
+    monkeypatch.setattr(views, "redraw", lambda *args: calls.append(args))
+    return calls
+
+
+@pytest.mark.parametrize("call", [
+    lambda obj: pin(obj, ["hand.R"]),
+    lambda obj: (scenes.select(obj, ["foot.L"]), bpy.ops.welman_ik.unpin())[1],
+    lambda obj: bpy.ops.welman_ik.clear_pins(),
+    lambda obj: bpy.ops.welman_ik.remove_pin(index=0),
+    lambda obj: (scenes.select(obj, ["hand.R"]), bpy.ops.welman_ik.lock())[1],
+    lambda obj: bpy.ops.welman_ik.joint_ranges(preset="AUTO", every_bone=True),
+    lambda obj: bpy.ops.welman_ik.dismiss_ranges_offer(),
+], ids=["pin", "unpin", "clear", "remove_pin", "lock", "joint_ranges", "dismiss"])
+def test_every_operator_that_changes_what_is_shown_redraws(human, redraws, call):
+    redraws.clear()
+    result = call(human)
+    assert result in (None, {"FINISHED"})
+    assert redraws, "no redraw after the change"
+
+
+def test_a_refused_operator_does_not_pretend(human, redraws):
+    scenes.select(human, [])
+    with pytest.raises(RuntimeError):
+        bpy.ops.welman_ik.unpin()  # nothing selected: poll refuses
+    assert not redraws
+
+
+def test_a_script_changing_a_pin_or_range_redraws(human, redraws):
+    human.welman_ik.pins[0].enabled = False
+    assert len(redraws) == 1
+    human.pose.bones["forearm.L"].welman_ik_range.swing_x_max = 0.3
+    assert len(redraws) == 2
+
+
+def test_undo_and_redo_redraw():
+    for name in views.HANDLERS:
+        assert views._redraw_after_undo in getattr(bpy.app.handlers, name)
+
+
+@pytest.mark.parametrize("group", [properties.WELMAN_IK_Settings, properties.WELMAN_IK_Pin,
+                                   properties.WELMAN_IK_Range])
+def test_no_setting_can_be_keyed(human, group):
+    """No keyframe dot beside a setting: a solve reads each as it is, a key would be a trap."""
+    animatable = [p.identifier for p in group.bl_rna.properties
+                  if p.identifier != "rna_type" and p.is_animatable]
+    assert animatable == []
+    with pytest.raises(TypeError):
+        human.keyframe_insert("welman_ik.tolerance")
+
+
+def test_the_drag_button_says_why_it_is_disabled(human):
+    """From the sidebar with no active bone the drag's button is disabled; a script that names its
+    bone is not refused."""
+    sidebar = types.SimpleNamespace(object=human, region=types.SimpleNamespace(type="UI"))
+    human.data.bones.active = None
+    assert not drag_operator.WELMAN_IK_OT_drag.poll(sidebar)
+    human.data.bones.active = human.data.bones["hand.R"]
+    assert drag_operator.WELMAN_IK_OT_drag.poll(sidebar)
+    human.data.bones.active = None
+    assert drag_operator.WELMAN_IK_OT_drag.poll(types.SimpleNamespace(object=human, region=None))
+    assert bpy.ops.welman_ik.drag(bone="hand.R", target=(0.5, -0.2, 1.3)) == {"FINISHED"}
+
+
+def test_the_drag_header_speaks_as_the_panel_does(human):
+    scene = bpy.context.scene
+    drag = DragSession(human, "hand.R")
+    assert "SR Inverse" in drag.header(scene) and "SR_INVERSE" not in drag.header(scene)
+    drag.move((0.4, -5.0, 1.2), (0.0, 1.0, 0.0))
+    text = drag.header(scene)
+    assert "SR Inverse" in text and "SR_INVERSE" not in text and "P/O" not in text
+    assert f"pins {length_text(scene, drag.figures.max_pin_error)}" in text
+    drag.cancel()
+
+
+def test_the_status_bar_names_every_key_the_drag_takes():
+    """Each key the modal drag handles has its icon and meaning in the status bar."""
+    shown = {icon for icons, _ in drag_operator.KEY_HINTS for icon in icons}
+    for key in drag_operator.PIN_SHORTCUTS:
+        assert f"EVENT_{key}" in shown, key
+    assert {"MOUSE_LMB", "MOUSE_RMB", "EVENT_TAB", "EVENT_SHIFT", "EVENT_CTRL"} <= shown
+    log = []
+    layout = types.SimpleNamespace(
+        row=lambda **kw: layout, separator=lambda **kw: None,
+        label=lambda text="", icon="NONE": log.append((text, icon)))
+    drag_operator.draw_status(types.SimpleNamespace(layout=layout), bpy.context)
+    assert ("Confirm", "NONE") in log and ("", "MOUSE_LMB") in log
+    assert all(icon in drag_operator._icons() for _, icon in log)
+
+
+def test_lengths_in_the_scene_units():
+    scene = bpy.context.scene
+    units = scene.unit_settings
+    units.system, units.length_unit, units.scale_length = "METRIC", "METERS", 1.0
+    assert length_text(scene, 3.214e-6) == "0.00000321 m"
+    units.length_unit = "MILLIMETERS"
+    assert length_text(scene, 3.214e-6) == "0.00321 mm"
+    units.length_unit = "ADAPTIVE"
+    assert length_text(scene, 3.214e-6).replace(" ", "") == "3.21µm"
+    units.system, units.length_unit = "IMPERIAL", "INCHES"
+    assert length_text(scene, 0.0254) == '1.00 "'
+    units.system = "NONE"
+    assert length_text(scene, 0.5) == "0.500"
+
+
+def test_the_pins_list_filters_by_bone_name(human):
+    settings = human.welman_ik
+    names = [p.bone for p in settings.pins]
+    ul = types.SimpleNamespace(filter_name="*.L", bitflag_filter_item=1 << 30, use_filter_invert=False,
+                               use_filter_sort_alpha=True)
+    flags, order = panel.WELMAN_IK_UL_pins.filter_items(ul, bpy.context, settings, "pins")
+    shown = [name for name, flag in zip(names, flags) if flag & ul.bitflag_filter_item]
+    assert sorted(shown) == sorted(n for n in names if n.endswith(".L")) and shown
+    assert sorted(range(len(names)), key=lambda i: order[i]) == sorted(range(len(names)), key=lambda i: names[i])
