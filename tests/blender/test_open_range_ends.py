@@ -11,6 +11,8 @@ import pytest
 import scenes
 from conftest import import_clip, world_point
 
+from welman_ik.blender.rig.units import length_text
+
 HELD = 1e-3  # [m] a plant's drift over its frames, and its distance from its place
 STEP_SLACK = 5e-3  # [m] a step at a range end may exceed the source's largest step by this
 # (clip, feet, a stretch well inside the clip)
@@ -125,8 +127,9 @@ def test_an_eased_pin_reports_both_figures():
     assert last.eased_frames == 10  # a 10-frame falloff at both ends covers the whole stretch
     assert last.eased_pin_error < last.max_pin_error - 0.1
     assert "eased toward the animation" in last.message and "range start (200-204)" in last.message
-    assert f"{last.max_pin_error * 1000:.2f} mm" in last.message
-    assert f"{last.eased_pin_error * 1000:.2f} mm" in last.message
+    scene = bpy.context.scene
+    assert length_text(scene, last.max_pin_error) in last.message
+    assert length_text(scene, last.eased_pin_error) in last.message
     misses = {m.frame: m for m in obj.welman_ik.bake_misses}
     assert sorted(misses) == list(range(200, 210))
     for frame, m in misses.items():

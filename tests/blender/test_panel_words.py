@@ -136,3 +136,24 @@ def test_the_pins_list_filters_by_bone_name(human):
     shown = [name for name, flag in zip(names, flags) if flag & ul.bitflag_filter_item]
     assert sorted(shown) == sorted(n for n in names if n.endswith(".L")) and shown
     assert sorted(range(len(names)), key=lambda i: order[i]) == sorted(range(len(names)), key=lambda i: names[i])
+
+
+def test_the_bake_buttons_say_why_they_are_disabled(human):
+    """From the sidebar: Bake and Edit Motion greyed out on an armature with no animation (a
+    script still gets the error that says so); keyed, they are available."""
+    from welman_ik.blender.bake import operators as bake_operators
+
+    sidebar = types.SimpleNamespace(object=human, region=types.SimpleNamespace(type="UI"))
+    assert not bake_operators.WELMAN_IK_OT_bake.poll(sidebar)
+    assert not bake_operators.WELMAN_IK_OT_edit_motion.poll(sidebar)
+    with pytest.raises(RuntimeError, match="no action to bake"):
+        bpy.ops.welman_ik.bake(frame_start=1, frame_end=3)
+    human.pose.bones["hand.R"].keyframe_insert("location", frame=1)
+    assert bake_operators.WELMAN_IK_OT_bake.poll(sidebar)
+    human.data.bones.active = None
+    assert not bake_operators.WELMAN_IK_OT_edit_motion.poll(sidebar)
+    human.data.bones.active = human.data.bones["hand.R"]
+    assert bake_operators.WELMAN_IK_OT_edit_motion.poll(sidebar)
+    for pin in human.welman_ik.pins:
+        pin.enabled = False
+    assert not bake_operators.WELMAN_IK_OT_bake.poll(sidebar)

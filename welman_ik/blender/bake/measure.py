@@ -16,6 +16,7 @@ from ..pins.goals import describe, pin_bones
 from ..rig.evaluated import GoalSet, Measured, anchor_points, measure
 from ..rig.evaluated import slack as evaluated_slack
 from ..rig.model import RigModel
+from ..rig.units import length_text
 from .report import frame_ranges, list_misses
 
 
@@ -175,15 +176,16 @@ class BakeMeasure:
         if missed:
             i = max(missed, key=lambda k: measured.errors[k])
             what = bones[i] if bones[i].startswith("the ") else f"'{bones[i]}'"
-            message = (f"{what} is {measured.errors[i] * 1000:.2f} mm off on frame {frame} in the evaluated "
+            scene = self.plan.context.scene
+            message = (f"{what} is {length_text(scene, measured.errors[i])} off on frame {frame} in the evaluated "
                        f"pose ({len(missed)} goal(s) missed on that frame); missed on "
                        f"{len(self.misses)} frame(s): {frame_ranges([f for f, *_ in self.misses])}")
             eased = [f for f, *_, was_eased in self.misses if was_eased]
             if eased:
-                message = (f"{what} is {measured.errors[i] * 1000:.2f} mm from its own location on frame {frame} "
-                           f"(evaluated); {self.eased_note()}: against the eased goals "
-                           f"{self.eased_pin_error * 1000:.2f} mm. Off its location on {len(self.misses)} frame(s): "
-                           f"{frame_ranges([f for f, *_ in self.misses])}")
+                message = (f"{what} is {length_text(scene, measured.errors[i])} from its own location on frame "
+                           f"{frame} (evaluated); {self.eased_note()}: against the eased goals "
+                           f"{length_text(scene, self.eased_pin_error)}. Off its location on {len(self.misses)} "
+                           f"frame(s): {frame_ranges([f for f, *_ in self.misses])}")
         edit = self.plan.edit is not None
         record(self.plan.settings.last_solve, Figures(
             SolveResult(np.zeros(0), iterations, measured.errors, measured.converged),

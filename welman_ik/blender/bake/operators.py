@@ -14,7 +14,8 @@ from ..drag.operator import ModalDrag
 from ..drag.state import DRAG_STATE
 from ..rig import keyframes
 from ..rig.model import RigError
-from ..rig.polls import ArmatureOperator, SelectionOperator
+from ..rig.polls import ArmatureOperator, SelectionOperator, animation_refusal, armature_poll, from_sidebar
+from ..rig.units import length_text
 from . import baker as bake
 from . import contacts as foot_contacts
 from .edit import MotionEdit
@@ -67,11 +68,24 @@ is near its lowest height, slow and still, held at its average place there"""
 
 
 class WELMAN_IK_OT_edit_motion(ModalDrag, ArmatureOperator, bpy.types.Operator):
-    """Move a bone at this frame and blend the edit into the neighbouring frames, with the pins in force
-(from a script: give bone, target and frame)"""
+    """Drag a bone at this frame with the pins in force; the edit blends into the neighbouring frames of the \
+animation (the Falloff setting)"""
 
     bl_idname = "welman_ik.edit_motion"
     bl_label = "Edit Motion"
+
+    @classmethod
+    def poll(cls, context):
+        if not armature_poll(cls, context):
+            return False
+        if from_sidebar(context):  # (a script gets the same reasons as errors)
+            obj = context.object
+            refusal = animation_refusal(obj, edit=True) or (
+                "Click the bone to edit first (in Pose Mode)" if obj.data.bones.active is None else "")
+            if refusal:
+                cls.poll_message_set(refusal)
+                return False
+        return True
 
     frame: IntProperty(name="Frame", options={"SKIP_SAVE"}, description="The edited frame (unset: the current one)")
     falloff: IntProperty(name="Falloff", min=0, options={"SKIP_SAVE"},
@@ -122,7 +136,7 @@ def report_baked(operator, baker, done: str) -> None:
     pose; a warning with the worst frame's miss and the missed frames when any goal missed
     by more than the tolerance (the panel lists those frames)."""
     last = baker.settings.last_solve
-    text = f"{done}; largest pin error {baker.max_pin_error:.2e} m (evaluated)"
+    text = f"{done}; largest pin error {length_text(baker.context.scene, baker.max_pin_error)} (evaluated)"
     if not baker.misses:
         operator.report({"INFO"}, text)
     else:
@@ -151,6 +165,19 @@ class WELMAN_IK_OT_bake(ArmatureOperator, bpy.types.Operator):
 
     bl_idname = "welman_ik.bake"
     bl_label = "Bake Pins"
+
+    @classmethod
+    def poll(cls, context):
+        if not armature_poll(cls, context):
+            return False
+        if from_sidebar(context):  # (a script gets the same reasons as errors)
+            obj = context.object
+            refusal = animation_refusal(obj) or ("" if any(p.enabled for p in obj.welman_ik.pins)
+                                                 else "Pin the bones to hold first")
+            if refusal:
+                cls.poll_message_set(refusal)
+                return False
+        return True
 
     frame_start: IntProperty(name="Start", default=1, description="First frame to bake")
     frame_end: IntProperty(name="End", default=250, description="Last frame to bake")
@@ -230,7 +257,7 @@ class WELMAN_IK_OT_bake(ArmatureOperator, bpy.types.Operator):
             context.window_manager.progress_update(baker.index)
             context.workspace.status_text_set(
                 f"Welman IK bake: frame {baker.frames[baker.index - 1]} ({baker.index}/{len(baker.frames)}), "
-                f"pin error {error * 1000:.3f} mm  |  Esc cancels")
+                f"pin error {length_text(context.scene, error)}  |  Esc cancels")
             if not baker.done:
                 return {"RUNNING_MODAL"}
             action = baker.finish()

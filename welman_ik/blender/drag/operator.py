@@ -12,7 +12,8 @@ from bpy.props import FloatProperty, FloatVectorProperty, StringProperty
 
 from ..rig import views
 from ..rig.model import RigError
-from ..rig.polls import ArmatureOperator, armature_poll
+from ..rig.polls import ArmatureOperator, armature_poll, from_sidebar
+from ..rig.units import length_text
 from . import session, solver, viewport
 from .state import DRAG_STATE
 
@@ -192,8 +193,7 @@ class WELMAN_IK_OT_drag(ModalDrag, ArmatureOperator, bpy.types.Operator):
             return False
         # The sidebar's button drags the active bone; a script names its bone, the shortcut
         # takes the one under the mouse.
-        region = context.region
-        if region is not None and region.type == "UI" and context.object.data.bones.active is None:
+        if from_sidebar(context) and context.object.data.bones.active is None:
             cls.poll_message_set("Click the bone to drag first (in Pose Mode), or press the drag shortcut "
                                  "(Ctrl+Shift+D) with the mouse over a bone")
             return False
@@ -214,9 +214,10 @@ class WELMAN_IK_OT_drag(ModalDrag, ArmatureOperator, bpy.types.Operator):
         except Exception as error:  # noqa: BLE001 - a solver failure is reported, not raised
             self.report({"ERROR"}, f"The solve failed ({type(error).__name__}: {error}); the pose is unchanged")
             return {"CANCELLED"}
-        text = (f"{obj.welman_ik.solver}: {figures.result.iterations} iterations, drag error "
-                f"{figures.drag_error:.2e} m, largest pin error {figures.max_pin_error:.2e} m (evaluated), "
-                f"{figures.milliseconds:.1f} ms")
+        scene = context.scene
+        text = (f"{session.SOLVER_NAMES.get(obj.welman_ik.solver)}: {figures.result.iterations} iterations, "
+                f"drag error {length_text(scene, figures.drag_error)}, largest pin error "
+                f"{length_text(scene, figures.max_pin_error)} (evaluated), {figures.milliseconds:.1f} ms")
         if figures.converged:
             self.report({"INFO"}, text)
         else:

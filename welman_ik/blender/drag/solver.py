@@ -28,6 +28,7 @@ from ..rig.evaluated import FLOAT32_SLACK, GoalSet, Measured, anchor_points
 from ..rig.evaluated import measure as evaluated_measure
 from ..rig.evaluated import slack as evaluated_slack
 from ..rig.model import RigError, RigModel, cached_model
+from ..rig.units import length_text
 
 
 def anchor_world(obj, pose_bone, anchor: float) -> np.ndarray:
@@ -281,7 +282,6 @@ def explain(solver: DragSolver, result: SolveResult, measured, shaped: Measured 
     for i in missed[:2]:
         drag = goals.dragged and i == len(labels) - 1
         what = labels[i]
-        mm = 1000.0 * errors[i]
         if model_met[i]:
             why = "constraints or drivers move it where the solver cannot follow"
         elif drag and solver.settings.pins_first:
@@ -290,7 +290,8 @@ def explain(solver: DragSolver, result: SolveResult, measured, shaped: Measured 
             why = f"not converged in {result.iterations} iterations"
         else:
             why = "out of reach, or the goals conflict"
-        parts.append(f"{what} is {mm:.2f} mm off: {why}")
+        scene = solver.obj.users_scene[0] if solver.obj.users_scene else None
+        parts.append(f"{what} is {length_text(scene, errors[i])} off: {why}")
     more = len(missed) - 2
     return "; ".join(parts) + (f"; and {more} more" if more > 0 else "")
 

@@ -58,6 +58,22 @@ def _redrawn(execute):
     return wrapper
 
 
+def from_sidebar(context) -> bool:
+    """The operator is polled for a button of the sidebar (a script or a shortcut is not): the
+    button is greyed out, with the reason, where it would only report an error."""
+    region = getattr(context, "region", None)
+    return region is not None and region.type == "UI"
+
+
+def animation_refusal(obj, edit: bool = False) -> str:
+    """Why armature ``obj`` has nothing to bake (``edit``: to edit), or ''."""
+    ad = obj.animation_data
+    strips = ad is not None and ad.use_nla and any(not track.mute for track in ad.nla_tracks)
+    if ad is None or (ad.action is None and (edit or not strips)):
+        return "The armature has no animation to " + ("edit" if edit else "bake") + ": key it first"
+    return ""
+
+
 def selected_pose_bones(obj) -> list:
     return [pb for pb in obj.pose.bones if selection.is_selected(pb) and not selection.is_hidden(pb)]
 

@@ -306,7 +306,7 @@ class WELMAN_IK_PT_range(SidebarPanel, bpy.types.Panel):
         split.prop(rng, "roll", text="")
         if operator_available(JOINT_RANGES):
             row = layout.split(factor=0.65, align=True)
-            row.operator(JOINT_RANGES, text="Human Ranges").preset = "AUTO"
+            row.operator(JOINT_RANGES, text="Natural Ranges").preset = "AUTO"
             row.operator(JOINT_RANGES, text="Clear").preset = "CLEAR"
         else:
             layout.label(text="Presets not available", icon="INFO")
