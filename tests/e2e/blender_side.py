@@ -744,7 +744,8 @@ def peek() -> dict:
     obj = S.obj = bpy.data.objects[S.obj_name]
     from welman_ik.blender.ui import panel
 
-    naming, count = panel.ranges_offer(obj)
+    offer = panel.ranges_offer(obj)
+    naming, count = offer if isinstance(offer, tuple) else (offer, None)
     return {"view_draws": S.view_draws, "ui_draws": S.ui_draws, "pins": len(obj.welman_ik.pins),
             "markers": marker_points(obj), "ranges_offer": [naming, count],
             "region": rect(S.region), "ui_region": rect(S.ui_region) if S.ui_region is not None else None}
