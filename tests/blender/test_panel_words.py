@@ -154,6 +154,6 @@ def test_the_bake_buttons_say_why_they_are_disabled(human):
     assert not bake_operators.WELMAN_IK_OT_edit_motion.poll(sidebar)
     human.data.bones.active = human.data.bones["hand.R"]
     assert bake_operators.WELMAN_IK_OT_edit_motion.poll(sidebar)
-    for pin in human.welman_ik.pins:
-        pin.enabled = False
+    for each in human.welman_ik.pins:
+        each.enabled = False
     assert not bake_operators.WELMAN_IK_OT_bake.poll(sidebar)

@@ -56,6 +56,7 @@ ROOT = HERE.parents[1]
 MODES = ("dry-run", "confirm", "cancel", "undo", "motion", "pin-key", "panel")
 PIN_KEYS = {"o": "ORIENTATION"}  # pin-key mode: the xdotool key and the pin kind it toggles while dragging
 FOOT_PINS = ("toe.L", "toe.R", "heel.02.L", "heel.02.R")  # the pins blender_side.py puts on the feet
+LEGS = ("thigh", "shin", "foot", "toe", "heel")  # the metarig's leg bones, less their side
 LATENCY_HOOK = "welman_ik.blender.drag.state.DRAG_STATE.latencies"  # blender_side.py's LATENCY_HOOKS[0]
 
 
@@ -503,6 +504,12 @@ def run_mode(mode: str, args, display: int, out_dir: Path) -> tuple[Checks, dict
                        f"drag session {describe_session(status['drag_running'])}, {len(status['changed_bones'])} "
                        "bones moved mid-drag")
             x.screenshot(out_dir / f"e2e_{mode}_drag.png")
+            if mode == "panel":  # the pins' markers mid-drag (the drag moves nothing of the feet)
+                peeked = ex.request("peek", timeout=min(20, left()))
+                seen = [marker_pixels(out_dir / f"e2e_{mode}_drag.png", to_screen(*m["window"]))
+                        for m in peeked["markers"]]
+                checks.add(len(seen) == 4 and all(n >= 10 for n in seen), "markers seen mid-drag",
+                           f"green pixels at the {len(seen)} foot pins' markers: {seen} (each at least 10)")
             if mode in ("confirm", "undo", "motion", "pin-key"):
                 x.click(1)
                 if mode == "undo":
@@ -694,6 +701,12 @@ def blender_checks(mode: str, args, r: dict, checks: Checks, report: dict) -> No
             checks.add(r["trunk_turned_deg"] <= args.trunk_limit, "the arm reached, the trunk stayed",
                        f"trunk turned {r['trunk_turned_deg']:.1f} deg (at most {args.trunk_limit:g}), head "
                        f"{r['head_turned_deg']:.1f} deg, {args.bone} {r['bone_turned_deg']:.1f} deg")
+        if mode == "confirm" and args.trunk_limit > 0 and r["trunk_turned_deg"] < 0.01:
+            # The trunk stayed, so the legs under the pinned feet moved by rounding alone: no keys.
+            legs = [b for b in r["keyed_bones_at_current_frame"] if b.split(".")[0] in LEGS]
+            checks.add(not legs, "only the bones that moved keyed",
+                       f"{len(r['changed_bones'])} bones changed, {len(r['keyed_bones_at_current_frame'])} keyed; "
+                       f"leg bones keyed: {legs or 'none'}")
         checks.add(args.bone in r["keyed_bones_at_current_frame"], "keys at the current frame",
                    f"frame {r['frame_current']}: {len(r['keys_at_current_frame'])} channels, "
                    f"bones {r['keyed_bones_at_current_frame']}")
