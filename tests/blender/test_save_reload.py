@@ -71,3 +71,15 @@ def test_pins_settings_and_figures_survive_save_and_open(human, tmp_path):
     assert disabled.bone not in errors and max(errors.values()) <= 1e-4
     moved = np.linalg.norm(world_point(obj, disabled.bone, disabled.anchor) - np.array(disabled.location))
     assert moved > 0.01, moved
+
+
+def test_a_dismissed_ranges_offer_stays_dismissed_after_reopening(human, tmp_path):
+    from welman_ik.blender.ui import panel
+
+    assert panel.ranges_offer(human)[0] == "METARIG"
+    assert bpy.ops.welman_ik.dismiss_ranges_offer() == {"FINISHED"}
+    path = tmp_path / "dismissed.blend"
+    assert bpy.ops.wm.save_as_mainfile(filepath=str(path)) == {"FINISHED"}
+    bpy.ops.wm.read_factory_settings(use_empty=True)
+    assert bpy.ops.wm.open_mainfile(filepath=str(path)) == {"FINISHED"}
+    assert panel.ranges_offer(bpy.data.objects["metarig"]) == ("", 0)
