@@ -157,3 +157,50 @@ def test_the_bake_buttons_say_why_they_are_disabled(human):
     for each in human.welman_ik.pins:
         each.enabled = False
     assert not bake_operators.WELMAN_IK_OT_bake.poll(sidebar)
+
+
+class _Layout:
+    """Stands in for a UILayout: every property and operator drawn must exist; records
+    (kind, text) of what is drawn."""
+
+    def __init__(self, log: list):
+        self.log = log
+
+    def __getattr__(self, name):  # row, column, box, split, separator, ...
+        return lambda *args, **kwargs: _Layout(self.log)
+
+    def prop(self, data, name, **kwargs):
+        assert name in data.bl_rna.properties, name
+        rna = data.bl_rna.properties[name]  # (a checkbox's text is beside it, not in the label column)
+        self.log.append(("check" if rna.type == "BOOLEAN" else "prop", kwargs.get("text", rna.name)))
+
+    def prop_search(self, data, name, *args, **kwargs):
+        self.prop(data, name, **kwargs)
+
+    def label(self, text="", **kwargs):
+        self.log.append(("label", text))
+
+    def operator(self, idname, **kwargs):
+        module, name = idname.split(".")
+        assert hasattr(getattr(bpy.ops, module), name), idname
+        self.log.append(("operator", kwargs.get("text", "")))
+        return types.SimpleNamespace()
+
+
+LABEL_COLUMN = 11  # characters the default sidebar's label column shows whole (at the default UI scale: "Location X"
+# and "Root Motion" do, "Contact Speed" does not)
+
+
+@pytest.mark.parametrize("name", ["WELMAN_IK_PT_main", "WELMAN_IK_PT_solver", "WELMAN_IK_PT_pins",
+                                  "WELMAN_IK_PT_last_solve", "WELMAN_IK_PT_bake"])
+def test_every_panel_draws_with_labels_that_fit(human, name):
+    """Each sub-panel draws on a pinned rig, with a selected pin; every field's label fits the
+    default sidebar's label column ("Max Iter...", "Contact ..." and "Preferre..." did not)."""
+    human.pose.bones["hand.R"].keyframe_insert("location", frame=1)
+    log: list = []
+    fake = types.SimpleNamespace(layout=_Layout(log))
+    fake.draw_offer = lambda *args: panel.WELMAN_IK_PT_pins.draw_offer(fake, *args)
+    getattr(panel, name).draw(fake, bpy.context)
+    assert log
+    long = [text for kind, text in log if kind == "prop" and len(text) > LABEL_COLUMN]
+    assert long == []

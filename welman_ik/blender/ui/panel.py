@@ -362,20 +362,23 @@ class WELMAN_IK_PT_bake(SidebarPanel, bpy.types.Panel):
     def draw(self, context):
         layout = self.layout
         settings = context.object.welman_ik
+        property_split(layout).prop(settings, "root_motion")
+        # The feet's contacts, found in the animation and made into pins with frame ranges.
+        layout.label(text="Contacts", icon="SNAP_ON")
         col = property_split(layout).column(align=True)
-        col.prop(settings, "root_motion")
-        col.prop(settings, "contact_height")
-        col.prop(settings, "contact_speed")
-        col.prop(settings, "contact_min_frames")
-        col.prop(settings, "contact_drift")
-        col.prop(settings, "contact_knee_bend")
-        layout.operator("welman_ik.detect_contacts", icon="SNAP_ON")
+        for name, text in (("contact_height", "Height"), ("contact_speed", "Speed"), ("contact_min_frames", "Frames"),
+                           ("contact_drift", "Drift"), ("contact_knee_bend", "Knee Bend")):
+            col.prop(settings, name, text=text)
+        layout.operator("welman_ik.detect_contacts")
         if 0 <= settings.active_pin_index < len(settings.pins):
             pin = settings.pins[settings.active_pin_index]
-            row = layout.row(align=True)
-            row.prop(pin, "frame_start")
-            row.prop(pin, "frame_end")
-            row.prop(pin, "follow", toggle=True)
+            name = "centre of mass" if pin.kind == "BALANCE" else pin.bone
+            layout.label(text=f"Pin on {name}", icon="PINNED")
+            col = property_split(layout).column(align=True)
+            col.prop(pin, "frame_start", text="Frames From")
+            col.prop(pin, "frame_end", text="To")
+            col.prop(pin, "follow")
+        layout.separator()
         layout.operator("welman_ik.bake", icon="ACTION")
         if len(settings.bake_misses):
             layout.label(text=f"Missed on {len(settings.bake_misses)} frame(s):", icon="ERROR")
@@ -383,9 +386,9 @@ class WELMAN_IK_PT_bake(SidebarPanel, bpy.types.Panel):
                                  rows=3)
         # Motion editing: drag the active bone at this frame; the edit blends into the
         # neighbouring frames of the assigned action.
-        col = property_split(layout).column(align=True)
-        col.prop(settings, "motion_falloff")
-        layout.operator("welman_ik.edit_motion", icon="IPO_EASE_IN_OUT")
+        layout.label(text="Motion Editing", icon="IPO_EASE_IN_OUT")
+        property_split(layout).prop(settings, "motion_falloff")
+        layout.operator("welman_ik.edit_motion")
 
 
 CLASSES = (WELMAN_IK_OT_dismiss_ranges_offer, WELMAN_IK_UL_pins, WELMAN_IK_UL_misses, WELMAN_IK_PT_main,
