@@ -373,10 +373,10 @@ class WELMAN_IK_PT_bake(SidebarPanel, bpy.types.Panel):
         if 0 <= settings.active_pin_index < len(settings.pins):
             pin = settings.pins[settings.active_pin_index]
             name = "centre of mass" if pin.kind == "BALANCE" else pin.bone
-            layout.label(text=f"Pin on {name}", icon="PINNED")
+            layout.label(text=f"Pin on {name}, frames", icon="PINNED")
             col = property_split(layout).column(align=True)
-            col.prop(pin, "frame_start", text="Frames From")
-            col.prop(pin, "frame_end", text="To")
+            col.prop(pin, "frame_start", text="Start")
+            col.prop(pin, "frame_end", text="End")
             col.prop(pin, "follow")
         layout.separator()
         layout.operator("welman_ik.bake", icon="ACTION")
