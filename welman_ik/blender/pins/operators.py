@@ -17,8 +17,8 @@ PLANE_NORMAL_ITEMS = [
 
 
 class WELMAN_IK_OT_pin(ArmatureOperator, bpy.types.Operator):
-    """Pin each selected bone as it is now (a balance pin needs no bone; a together pin joins
-    the selected bone to the active one)"""
+    """Pin each selected bone as it is now (a balance pin needs no bone; a together pin joins the selected bone \
+to the active one)"""
 
     bl_idname = "welman_ik.pin"
     bl_label = "Pin"
