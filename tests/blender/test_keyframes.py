@@ -134,3 +134,15 @@ def test_chain_length_keys_only_the_chain(human):
     assert {n for n in after if after[n] != before[n]} == {"hand.R", "forearm.R"}
     assert _animated(human) == {"hand.R", "forearm.R"}
     assert all(_keyed_at(fc, FRAME) for fc in action_fcurves(human))
+
+
+def test_key_thresholds_follow_the_armature_scale(human):
+    """A rig at object scale 0.01 (a centimetre rig, as FBX imports are) is a hundredth of the
+    size in the world: a bone must turn 100 times as far to move a point as far, and a location
+    channel change 100 times as large."""
+    tolerance = human.welman_ik.tolerance
+    angle, length = keyframes.key_thresholds(human, tolerance)
+    human.scale = (0.01, 0.01, 0.01)
+    bpy.context.view_layer.update()
+    scaled = keyframes.key_thresholds(human, tolerance)
+    assert scaled == pytest.approx((100.0 * angle, 100.0 * length), rel=1e-5)

@@ -112,30 +112,57 @@ def test_the_status_bar_names_every_key_the_drag_takes():
     assert all(icon in drag_operator._icons() for _, icon in log)
 
 
-def test_lengths_in_the_scene_units():
+@pytest.fixture
+def units():
+    """The scene's unit settings, put back as they were after the test."""
+    settings = bpy.context.scene.unit_settings
+    kept = (settings.system, settings.length_unit, settings.scale_length)
+    yield settings
+    settings.system, settings.length_unit, settings.scale_length = kept
+
+
+def test_lengths_in_the_scene_units(units):
     scene = bpy.context.scene
-    units = scene.unit_settings
     units.system, units.length_unit, units.scale_length = "METRIC", "METERS", 1.0
     assert length_text(scene, 3.214e-6) == "0.00000321 m"
+    assert length_text(scene, 0.9996) == "1.00 m"  # rounded into the next decade
     units.length_unit = "MILLIMETERS"
     assert length_text(scene, 3.214e-6) == "0.00321 mm"
+    units.scale_length = 0.01  # one Blender unit is a centimetre
+    assert length_text(scene, 1.0) == "10.0 mm"
+    units.scale_length = 1.0
     units.length_unit = "ADAPTIVE"
     assert length_text(scene, 3.214e-6).replace(" ", "") == "3.21µm"
+    assert length_text(scene, 3.0e-8) == "0.0300 µm"  # below what Blender's own adaptive display shows
     units.system, units.length_unit = "IMPERIAL", "INCHES"
-    assert length_text(scene, 0.0254) == '1.00 "'
+    assert length_text(scene, 0.0254) == '1.00"'
+    units.length_unit = "FEET"
+    assert length_text(scene, 1.5) == "4.92'"
     units.system = "NONE"
     assert length_text(scene, 0.5) == "0.500"
 
 
-def test_the_pins_list_filters_by_bone_name(human):
+def test_the_pins_list_filters_by_the_names_it_shows(human):
+    """Blender's wildcards on what each row shows: a bone, a balance pin's centre of mass."""
+    assert bpy.ops.welman_ik.pin(kind="BALANCE") == {"FINISHED"}
     settings = human.welman_ik
-    names = [p.bone for p in settings.pins]
-    ul = types.SimpleNamespace(filter_name="*.L", bitflag_filter_item=1 << 30, use_filter_invert=False,
+    names = [panel.pin_name(p) for p in settings.pins]
+    assert "centre of mass" in names
+
+    def shown(pattern: str, invert: bool = False) -> list:
+        ul = types.SimpleNamespace(filter_name=pattern, bitflag_filter_item=1 << 30, use_filter_invert=invert,
+                                   use_filter_sort_alpha=False)
+        flags, _ = panel.WELMAN_IK_UL_pins.filter_items(ul, bpy.context, settings, "pins")
+        return [name for name, flag in zip(names, flags) if flag & ul.bitflag_filter_item]
+
+    assert sorted(shown("*.L")) == sorted(n for n in names if n.endswith(".L")) != []
+    assert shown("centre") == ["centre of mass"]
+    assert shown("HEEL") == [n for n in names if "heel" in n] != []
+    assert sorted(shown("heel", invert=True)) == sorted(n for n in names if "heel" not in n)
+    ul = types.SimpleNamespace(filter_name="", bitflag_filter_item=1 << 30, use_filter_invert=False,
                                use_filter_sort_alpha=True)
     flags, order = panel.WELMAN_IK_UL_pins.filter_items(ul, bpy.context, settings, "pins")
-    shown = [name for name, flag in zip(names, flags) if flag & ul.bitflag_filter_item]
-    assert sorted(shown) == sorted(n for n in names if n.endswith(".L")) and shown
-    assert sorted(range(len(names)), key=lambda i: order[i]) == sorted(range(len(names)), key=lambda i: names[i])
+    assert flags == [] and [names[i] for i in sorted(range(len(names)), key=order.__getitem__)] == sorted(names)
 
 
 def test_the_bake_buttons_say_why_they_are_disabled(human):
@@ -204,3 +231,23 @@ def test_every_panel_draws_with_labels_that_fit(human, name):
     assert log
     long = [text for kind, text in log if kind == "prop" and len(text) > LABEL_COLUMN]
     assert long == []
+
+
+@pytest.mark.parametrize("kind", [k[0] for k in properties.PIN_KINDS])
+def test_every_pin_kind_fields_fit(bare_human, kind):
+    obj = bare_human
+    if kind == "TOGETHER":
+        scenes.select(obj, ["hand.L", "hand.R"])
+        obj.data.bones.active = obj.data.bones["hand.R"]
+        assert bpy.ops.welman_ik.pin(kind=kind) == {"FINISHED"}
+    elif kind == "BALANCE":
+        obj.data.bones.active = obj.data.bones["spine"]
+        assert bpy.ops.welman_ik.pin(kind=kind) == {"FINISHED"}
+    else:
+        pin(obj, ["hand.L"], kind=kind)
+    obj.welman_ik.active_pin_index = 0
+    log: list = []
+    fake = types.SimpleNamespace(layout=_Layout(log))
+    fake.draw_offer = lambda *args: panel.WELMAN_IK_PT_pins.draw_offer(fake, *args)
+    panel.WELMAN_IK_PT_pins.draw(fake, bpy.context)
+    assert [text for kind_, text in log if kind_ == "prop" and len(text) > LABEL_COLUMN] == []

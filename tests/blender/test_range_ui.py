@@ -289,7 +289,7 @@ def test_offer_once_per_pinned_human_rig(human, recognised):
     """The Pins panel offers human ranges on a pinned, recognised rig with no range in use,
     until dismissed; the dismissal is stored on the rig."""
     assert panel.ranges_offer(human) == ("METARIG", 20)
-    assert "Human rig recognised (Rigify metarig naming). Set natural joint ranges on all 20 of its bones?" in offer_lines(
+    assert "Human rig recognised (Rigify metarig naming). Set natural joint ranges on its 20 human joints, the whole rig?" in offer_lines(
         draw(panel.WELMAN_IK_PT_pins))
     pb = human.pose.bones[BONE]
     pb.welman_ik_range.use = True
@@ -312,12 +312,14 @@ def test_the_offer_does_what_it_says(human):
     naming, count = panel.ranges_offer(human)
     assert naming == "METARIG" and count > 10
     calls = draw(panel.WELMAN_IK_PT_pins)
-    assert f"all {count} of its bones?" in offer_lines(calls)
+    assert f"on its {count} human joints, the whole rig?" in offer_lines(calls)
     (button,) = [c for c in calls if c[0] == "operator" and c[1] == panel.JOINT_RANGES]
     assert button[2] == "Set Ranges"
     assert bpy.ops.welman_ik.joint_ranges(preset=button[3].preset, every_bone=button[3].every_bone) == {"FINISHED"}
     assert sum(pb.welman_ik_range.use for pb in human.pose.bones) == count
-    assert panel.ranges_offer(human) == ("", 0)  # done: not offered again
+    assert panel.ranges_offer(human) == ("", 0)  # done: not offered again,
+    assert bpy.ops.welman_ik.joint_ranges(preset="CLEAR") == {"FINISHED"}
+    assert panel.ranges_offer(human) == ("", 0)  # not even once the ranges are cleared
 
 
 def test_no_offer_without_pins(bare_human, recognised):

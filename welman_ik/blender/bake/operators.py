@@ -12,7 +12,7 @@ from bpy.props import BoolProperty, EnumProperty, FloatProperty, IntProperty
 from ..drag import session, solver
 from ..drag.operator import ModalDrag
 from ..drag.state import DRAG_STATE
-from ..rig import keyframes
+from ..rig import keyframes, views
 from ..rig.model import RigError
 from ..rig.polls import ArmatureOperator, SelectionOperator, animation_refusal, armature_poll, from_sidebar
 from ..rig.units import length_text
@@ -183,8 +183,8 @@ class WELMAN_IK_OT_bake(ArmatureOperator, bpy.types.Operator):
     frame_end: IntProperty(name="End", default=250, description="Last frame to bake")
     step: IntProperty(name="Step", default=1, min=1, description="Bake every Nth frame")
     move_root: BoolProperty(name="Move Root", default=False, options={"SKIP_SAVE"},
-                            description="Let the root bone move like any joint (root_motion 'FREE'); off: "
-                            "the root_motion setting decides")
+                            description="Let the root bone move like any joint (as Root Motion Free); off: "
+                            "the Root Motion setting decides")
 
     def root_override(self) -> bool | None:
         """``move_root`` on: the root moves freely; off: the ``root_motion`` setting decides."""
@@ -275,6 +275,7 @@ class WELMAN_IK_OT_bake(ArmatureOperator, bpy.types.Operator):
         wm.event_timer_remove(self._timer)
         wm.progress_end()
         context.workspace.status_text_set(None)
+        views.redraw()  # the new action, Last Solve and the missed frames
 
 
 CLASSES = (

@@ -38,7 +38,7 @@ KEY_HINTS = (
     (("EVENT_L",), "Line"), (("EVENT_N",), "Plane"), (("EVENT_A",), "Aim"), (("EVENT_R",), "Region"),
     (("EVENT_T",), "Together"), (("EVENT_B",), "Balance"),
 )
-ICON_STAND_INS = {"MOUSE_MMB_SCROLL": "MOUSE_MMB"}  # (Blender 3.4 has no scroll-wheel icon)
+ICON_STAND_INS = {"MOUSE_MMB_SCROLL": "MOUSE_MMB"}  # (Blender 3.4 and 4.2 have no scroll-wheel icon)
 
 
 @functools.cache

@@ -6,6 +6,7 @@ import dataclasses
 import math
 import time
 
+import bpy
 import numpy as np
 
 from ...core import SOLVERS, PositionGoal, Problem, SolveResult
@@ -290,7 +291,7 @@ def explain(solver: DragSolver, result: SolveResult, measured, shaped: Measured 
             why = f"not converged in {result.iterations} iterations"
         else:
             why = "out of reach, or the goals conflict"
-        scene = solver.obj.users_scene[0] if solver.obj.users_scene else None
+        scene = bpy.context.scene
         parts.append(f"{what} is {length_text(scene, errors[i])} off: {why}")
     more = len(missed) - 2
     return "; ".join(parts) + (f"; and {more} more" if more > 0 else "")

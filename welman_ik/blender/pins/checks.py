@@ -4,10 +4,12 @@ refusal is a ``RigError`` whose message says what to change."""
 
 from __future__ import annotations
 
+import bpy
 import numpy as np
 
 from ..rig import driven
 from ..rig.model import RigError
+from ..rig.units import length_text
 from .goals import held_bones
 
 REACH_FACTOR = 1000.0  # goals farther than this many times the armature's size are refused
@@ -33,8 +35,9 @@ def check_goal_point(what: str, point, reach: tuple[np.ndarray, float]) -> np.nd
         raise RigError(f"{what} is not a number (NaN or infinite)")
     centre, bound = reach
     if np.linalg.norm(point - centre) > bound:
-        raise RigError(f"{what} is {np.linalg.norm(point - centre):.3g} m from the armature, more than "
-                       f"{REACH_FACTOR:g} times its size ({bound:.3g} m); is it a typo?")
+        scene = bpy.context.scene
+        raise RigError(f"{what} is {length_text(scene, float(np.linalg.norm(point - centre)))} from the armature, "
+                       f"more than {REACH_FACTOR:g} times its size ({length_text(scene, bound)}); is it a typo?")
     return point
 
 

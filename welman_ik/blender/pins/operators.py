@@ -6,7 +6,14 @@ import bpy
 from bpy.props import BoolProperty, BoolVectorProperty, EnumProperty, FloatProperty, IntProperty
 
 from ..rig.model import RigError
-from ..rig.polls import ArmatureOperator, SelectionOperator, armature_poll, degenerate_transform, selected_pose_bones
+from ..rig.polls import (
+    ArmatureOperator,
+    SelectionOperator,
+    armature_poll,
+    degenerate_transform,
+    from_sidebar,
+    selected_pose_bones,
+)
 from ..rig.properties import AIM_AXIS_ITEMS, PIN_KINDS
 from .records import add_pin, pin_records
 
@@ -157,6 +164,11 @@ class WELMAN_IK_OT_clear_pins(ArmatureOperator, bpy.types.Operator):
 
     bl_idname = "welman_ik.clear_pins"
     bl_label = "Clear Pins"
+
+    @classmethod
+    def poll(cls, context):
+        # (a script may clear an empty list: it removes nothing and says so)
+        return armature_poll(cls, context) and (not from_sidebar(context) or has_pins(cls, context))
 
     def execute(self, context):
         if self.refused(context):

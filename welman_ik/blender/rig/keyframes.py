@@ -31,13 +31,15 @@ KEY_SHARE = 0.5  # of the tolerance: how far a bone left unkeyed may move the fa
 
 
 def key_thresholds(obj, tolerance: float) -> tuple[float, float]:
-    """(angle [rad], length [m]) a bone's channels must change by to be keyed after a drag.
+    """(angle [rad], length [armature units]) a bone's channels must change by to be keyed
+    after a drag.
 
     A solve moves the bones it does not need by rounding noise (the legs by 1e-8 rad while
     the feet stay pinned and a hand is dragged); keying them clutters the action with keys
     that change nothing. A bone that turned by less than ``angle`` moves no point of the rig
     (whose size is its rest bones' extent, in the world) by more than ``KEY_SHARE`` of the
-    tolerance, so leaving it unkeyed keeps every pin within tolerance on the keyed pose."""
+    tolerance by itself; the bones left unkeyed along one chain add up, a few times that at
+    most."""
     bones = obj.data.bones
     ends = np.zeros(6 * len(bones))
     if len(bones):
@@ -45,10 +47,13 @@ def key_thresholds(obj, tolerance: float) -> tuple[float, float]:
         bones.foreach_get("head_local", heads)
         bones.foreach_get("tail_local", tails)
         ends = np.concatenate([heads, tails])
-    points = ends.reshape(-1, 3) * np.abs(np.array(obj.matrix_world.to_scale())).max(initial=1.0)
+    scale = float(np.abs(np.array(obj.matrix_world.to_scale())).max())
+    points = ends.reshape(-1, 3) * scale
     size = float(np.linalg.norm(points.max(axis=0) - points.min(axis=0))) if len(points) else 0.0
     length = KEY_SHARE * tolerance
-    return length / max(size, 1e-6), length
+    # (location channels are in the armature's own units: a centimetre rig at scale 0.01 moves
+    # a hundredth of a channel's change in the world)
+    return length / max(size, 1e-9), length / max(scale, 1e-9)
 
 
 def key_bones(obj, names, frame: float, with_location=()) -> int:

@@ -94,7 +94,7 @@ class WELMAN_IK_OT_joint_ranges(ArmatureOperator, bpy.types.Operator):
             return {"FINISHED"}
         naming, ranges = rig_ranges(obj, best_guess=self.preset == "HUMAN")
         if not naming:
-            self.report({"WARNING"}, "No known naming recognised (Rigify, metarig, Mixamo, BVH): use preset 'HUMAN' "
+            self.report({"WARNING"}, "No known naming recognised (Rigify, metarig, Mixamo, BVH): use the Human preset "
                         "to match by best guess" if self.preset == "AUTO" else
                         "No bone's name looks like a human joint; nothing was changed")
             return {"CANCELLED"}
@@ -109,6 +109,7 @@ class WELMAN_IK_OT_joint_ranges(ArmatureOperator, bpy.types.Operator):
             for field in RANGE_FIELDS:
                 setattr(settings, field, float(values[field]))
             settings.use = True
+        obj.welman_ik.ranges_offered = True  # the panel's offer is taken: not made again
         self.report({"INFO"}, f"Human ranges ({anatomy.NAMING_LABELS[naming]} naming) set on {len(targets)} bones")
         return {"FINISHED"}
 

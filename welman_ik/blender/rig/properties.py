@@ -54,7 +54,8 @@ OVERRIDABLE = {"LIBRARY_OVERRIDABLE"}
 # Nothing of the add-on's is animated: a solve reads each setting and pin as it is, so a key on
 # one would only be a trap (the panel shows no keyframe dot).
 STILL: set = set()
-# What the viewport shows (pins' and ranges' markers) is redrawn when a script changes it.
+# What the viewport and the sidebar show (pins' and ranges' markers, the settings) is redrawn when a
+# script changes it.
 SHOWN = redraw_on_update
 OVERRIDABLE_COLLECTION = {"LIBRARY_OVERRIDABLE", "USE_INSERTION", "NO_PROPERTY_NAME"}
 
@@ -190,77 +191,77 @@ class WELMAN_IK_LastSolve(bpy.types.PropertyGroup):
 
 class WELMAN_IK_Settings(bpy.types.PropertyGroup):
     solver: EnumProperty(name="Solver", items=SOLVER_ITEMS, default="SR_INVERSE", description="The IK algorithm",
-                         override=OVERRIDABLE, options=STILL)
+                         override=OVERRIDABLE, options=STILL, update=SHOWN)
     max_iterations: IntProperty(
         name="Max Iterations", min=1, soft_max=1000, default=300,
-        description="Iterations per solve (per mouse event while dragging)", override=OVERRIDABLE, options=STILL,
+        description="Iterations per solve (per mouse event while dragging)", override=OVERRIDABLE, options=STILL, update=SHOWN,
     )
     tolerance: FloatProperty(
         name="Tolerance", min=1e-9, soft_max=0.01, default=1e-5, precision=6, unit="LENGTH",
-        description="A goal within this distance is met", override=OVERRIDABLE, options=STILL,
+        description="A goal within this distance is met", override=OVERRIDABLE, options=STILL, update=SHOWN,
     )
     damping: FloatProperty(
         name="Damping", min=1e-9, soft_max=1.0, default=1e-3, precision=5,
-        description="The SR inverse's k, relative to the scale of each task's Jacobian", override=OVERRIDABLE, options=STILL,
+        description="The SR inverse's k, relative to the scale of each task's Jacobian", override=OVERRIDABLE, options=STILL, update=SHOWN,
     )
     reference: EnumProperty(
-        name="Preferred Pose", items=REFERENCE_ITEMS, default="START", override=OVERRIDABLE, options=STILL,
+        name="Preferred Pose", items=REFERENCE_ITEMS, default="START", override=OVERRIDABLE, options=STILL, update=SHOWN,
         description="The pose the other joints keep to, as the lowest-priority task",
     )
     reference_weight: FloatProperty(
-        name="Preference", min=0.0, soft_max=1.0, default=1.0, override=OVERRIDABLE, options=STILL,
+        name="Preference", min=0.0, soft_max=1.0, default=1.0, override=OVERRIDABLE, options=STILL, update=SHOWN,
         description="How strongly the joints the goals leave free keep to the preferred pose "
         "(the share of the way back taken per iteration; 0: off)",
     )
     gaze: BoolProperty(
-        name="Keep Gaze", default=True, override=OVERRIDABLE, options=STILL,
+        name="Keep Gaze", default=True, override=OVERRIDABLE, options=STILL, update=SHOWN,
         description="While the body moves, the neck keeps the head looking where it looked (unless a pin is on the "
                     "head), below every pin and the drag",
     )
     gaze_bone: StringProperty(
-        name="Gaze Bone", default="", override=OVERRIDABLE, options=STILL,
+        name="Gaze Bone", default="", override=OVERRIDABLE, options=STILL, update=SHOWN,
         description="The bone that keeps its world orientation (empty: the head, found by the rig's naming)",
     )
     pins_first: BoolProperty(
-        name="Pins First", default=True, override=OVERRIDABLE, options=STILL,
+        name="Pins First", default=True, override=OVERRIDABLE, options=STILL, update=SHOWN,
         description="On conflict, pins hold and the dragged bone stops at the closest reachable point; "
         "off: the drag wins and pins yield",
     )
     chain_length: IntProperty(
-        name="Chain Length", min=0, soft_max=20, default=0, override=OVERRIDABLE, options=STILL,
+        name="Chain Length", min=0, soft_max=20, default=0, override=OVERRIDABLE, options=STILL, update=SHOWN,
         description="0: the whole body moves; N: only the dragged bone and its N - 1 nearest ancestors move",
     )
     keyframes: EnumProperty(name="Keyframes", items=KEYFRAME_ITEMS, default="ALWAYS",
-                            description="When a solved pose is keyed", override=OVERRIDABLE, options=STILL)
+                            description="When a solved pose is keyed", override=OVERRIDABLE, options=STILL, update=SHOWN)
     root_motion: EnumProperty(
-        name="Root Motion", items=ROOT_MOTION_ITEMS, default="FOLLOW", override=OVERRIDABLE, options=STILL,
+        name="Root Motion", items=ROOT_MOTION_ITEMS, default="FOLLOW", override=OVERRIDABLE, options=STILL, update=SHOWN,
         description="What a bake does with the root bone's animated path",
     )
     contact_height: FloatProperty(
-        name="Contact Height", min=0.0, default=0.03, unit="LENGTH", precision=3, override=OVERRIDABLE, options=STILL,
+        name="Contact Height", min=0.0, default=0.03, unit="LENGTH", precision=3, override=OVERRIDABLE, options=STILL, update=SHOWN,
         description="Detect Contacts: a bone is planted within this height of its lowest point",
     )
     contact_speed: FloatProperty(
-        name="Contact Speed", min=0.0, default=0.005, unit="LENGTH", precision=4, override=OVERRIDABLE, options=STILL,
+        name="Contact Speed", min=0.0, default=0.005, unit="LENGTH", precision=4, override=OVERRIDABLE, options=STILL, update=SHOWN,
         description="Detect Contacts: a planted point moves at most this far per frame at 30 fps (scaled to the "
                     "scene's frame rate: a quarter of it at 120 fps)",
     )
     contact_min_frames: IntProperty(
-        name="Contact Frames", min=1, default=5, override=OVERRIDABLE, options=STILL,
+        name="Contact Frames", min=1, default=5, override=OVERRIDABLE, options=STILL, update=SHOWN,
         description="Detect Contacts: the shortest plant, in frames",
     )
     contact_drift: FloatProperty(
-        name="Contact Drift", min=0.0, default=0.025, unit="LENGTH", precision=3, override=OVERRIDABLE, options=STILL,
+        name="Contact Drift", min=0.0, default=0.025, unit="LENGTH", precision=3, override=OVERRIDABLE, options=STILL, update=SHOWN,
         description="Detect Contacts: the farthest a planted point may wander over the whole plant (a slow creep "
                     "beyond it is split into separate plants)",
     )
     contact_knee_bend: FloatProperty(
-        name="Knee Bend", min=0.0, max=1.2, default=0.0873, subtype="ANGLE", override=OVERRIDABLE, options=STILL,
+        name="Knee Bend", min=0.0, max=1.2, default=0.0873, subtype="ANGLE", override=OVERRIDABLE, options=STILL, update=SHOWN,
         description="Detect Contacts: the least the knee stays bent to reach a plant; frames where the leg would "
                     "have to be straighter are left out of the plant",
     )
     motion_falloff: IntProperty(
-        name="Falloff", min=0, soft_max=100, default=10, override=OVERRIDABLE, options=STILL,
+        name="Falloff", min=0, soft_max=100, default=10, override=OVERRIDABLE, options=STILL, update=SHOWN,
         description="Frames an edit blends into on either side (Edit Motion), and over which a bake eases a "
                     "bone back onto its animation when its pin ends",
     )

@@ -19,7 +19,8 @@ DIGITS = 3  # significant digits
 
 def length_text(scene, metres: float) -> str:
     """``metres`` (scene units: Blender units) as the scene's fields show lengths: 'ADAPTIVE'
-    picks the unit (Blender's ``bpy.utils.units``), a fixed unit keeps to it with
+    picks the unit (Blender's ``bpy.utils.units``; below its smallest unit's display, the
+    smallest unit with ``DIGITS`` significant digits), a fixed unit keeps to it with
     ``DIGITS`` significant digits (a small error in metres: '0.00000321 m')."""
     settings = scene.unit_settings if scene is not None else None
     if settings is None or settings.system == "NONE":
@@ -27,15 +28,24 @@ def length_text(scene, metres: float) -> str:
     value = metres * settings.scale_length
     unit = LENGTH_UNITS.get(settings.length_unit)
     if unit is None:  # 'ADAPTIVE'
+        smallest = LENGTH_UNITS["MICROMETERS" if settings.system == "METRIC" else "THOU"]
+        if value != 0.0 and abs(value) < smallest[0]:
+            return _with_symbol(value / smallest[0], smallest[1])
         return bpy.utils.units.to_string(settings.system, "LENGTH", value, precision=DIGITS)
-    return f"{_digits(value / unit[0])} {unit[1]}"
+    return _with_symbol(value / unit[0], unit[1])
+
+
+def _with_symbol(value: float, symbol: str) -> str:
+    """Feet and inches take their marks as Blender writes them (4.92', 0.484")."""
+    return f"{_digits(value)}{symbol}" if symbol in ("'", '"') else f"{_digits(value)} {symbol}"
 
 
 def _digits(value: float) -> str:
-    """``value`` with ``DIGITS`` significant digits, in fixed notation."""
+    """``value`` with ``DIGITS`` significant digits, in fixed notation (0.9996 is '1.00')."""
     if not math.isfinite(value):
         return str(value)
     if value == 0.0:
         return "0"
-    decimals = max(0, DIGITS - 1 - math.floor(math.log10(abs(value))))
-    return f"{value:.{decimals}f}"
+    rounded = float(f"{value:.{DIGITS - 1}e}")  # the decade after rounding, not before
+    decimals = max(0, DIGITS - 1 - math.floor(math.log10(abs(rounded))))
+    return f"{rounded:.{decimals}f}"

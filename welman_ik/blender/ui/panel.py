@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fnmatch
 import textwrap
 
 import bpy
@@ -40,10 +41,7 @@ class WELMAN_IK_UL_pins(bpy.types.UIList):
             # The kind as its icon (its name and description in the icon's tooltip): the
             # bone's whole name has the rest of the row.
             body.prop(item, "kind", text="", icon_only=True, emboss=False)
-            name = "centre of mass" if item.kind == "BALANCE" else item.bone
-            if item.kind == "TOGETHER":
-                name = f"{item.bone} + {item.target_bone}"
-            body.label(text=name)
+            body.label(text=pin_name(item))
         else:
             # Renamed or deleted: kept (the solver refuses it), greyed, with the reason; the
             # list's Remove button takes it out.
@@ -51,13 +49,30 @@ class WELMAN_IK_UL_pins(bpy.types.UIList):
             body.label(text=f"bone '{missing}' missing", icon="ERROR")
 
     def filter_items(self, context, data, propname):
-        pins = getattr(data, propname)
-        helpers = bpy.types.UI_UL_list
-        flags = (helpers.filter_items_by_name(self.filter_name, self.bitflag_filter_item, pins, "bone",
-                                              reverse=self.use_filter_invert)
-                 if self.filter_name else [])
-        order = helpers.sort_items_by_name(pins, "bone") if self.use_filter_sort_alpha else []
+        """Filter and sort by the name each row shows (a balance pin's "centre of mass", a
+        together pin's two bones), with Blender's own wildcards."""
+        names = [pin_name(pin).lower() for pin in getattr(data, propname)]
+        flags = []
+        if self.filter_name:
+            pattern = self.filter_name.lower()
+            pattern = pattern if any(c in pattern for c in "*?[") else f"*{pattern}*"
+            flags = [self.bitflag_filter_item if fnmatch.fnmatchcase(name, pattern) != self.use_filter_invert else 0
+                     for name in names]
+        order = []
+        if self.use_filter_sort_alpha:
+            ranks = sorted(range(len(names)), key=lambda i: names[i])
+            order = [0] * len(names)
+            for rank, i in enumerate(ranks):
+                order[i] = rank
         return flags, order
+
+
+def pin_name(pin) -> str:
+    """What the pins list shows of a pin: its bone, both bones of a together pin, or the
+    centre of mass of a balance pin."""
+    if pin.kind == "BALANCE":
+        return "centre of mass"
+    return f"{pin.bone} + {pin.target_bone}" if pin.kind == "TOGETHER" else pin.bone
 
 
 # The fields each kind of pin uses, in the order the panel shows them.
@@ -72,7 +87,8 @@ PIN_FIELDS = {
     "TOGETHER": ("anchor", "target_bone", "target_anchor"),
     "BALANCE": ("use_support", "location", "direction"),
 }
-FIELD_LABELS = {("LINE", "direction"): "Line Direction", ("PLANE", "direction"): "Plane Normal",
+FIELD_LABELS = {("LINE", "direction"): "Direction", ("PLANE", "direction"): "Normal",
+                ("TOGETHER", "target_anchor"): "Its Anchor", ("BALANCE", "use_support"): "Over Support",
                 ("LINE", "location"): "Through", ("PLANE", "location"): "Through", ("AIM", "location"): "Target",
                 ("REGION", "location"): "Centre", ("BALANCE", "location"): "Over", ("BALANCE", "direction"): "Up"}
 
@@ -93,7 +109,8 @@ def draw_pin_fields(layout, pin, obj) -> None:
     if pin.kind == "BALANCE":
         bone = active_pose_bone(obj)
         if bone is not None:  # the masses the centre of mass is made of, bone by bone
-            layout.prop(bone, "welman_ik_mass", text=f"Mass of {bone.name}")
+            layout.label(text=bone.name, icon="BONE_DATA")
+            layout.prop(bone, "welman_ik_mass", text="Mass")
     else:
         layout.prop(pin, "weight")
     if pin.frame_start or pin.frame_end:
@@ -256,8 +273,8 @@ class WELMAN_IK_PT_pins(SidebarPanel, bpy.types.Panel):
     def draw_offer(self, context, naming: str, count: int) -> None:
         box = self.layout.box()
         col = box.column(align=True)
-        text = (f"Human rig recognised ({NAMINGS.get(naming, naming)} naming). Set natural joint ranges on all "
-                f"{count} of its bones?")
+        text = (f"Human rig recognised ({NAMINGS.get(naming, naming)} naming). Set natural joint ranges on its "
+                f"{count} human joints, the whole rig?")
         for i, line in enumerate(wrapped_lines(context, text)):
             col.label(text=line, icon="ARMATURE_DATA" if i == 0 else "BLANK1")
         row = box.row(align=True)
@@ -372,8 +389,7 @@ class WELMAN_IK_PT_bake(SidebarPanel, bpy.types.Panel):
         layout.operator("welman_ik.detect_contacts")
         if 0 <= settings.active_pin_index < len(settings.pins):
             pin = settings.pins[settings.active_pin_index]
-            name = "centre of mass" if pin.kind == "BALANCE" else pin.bone
-            layout.label(text=f"Pin on {name}, frames", icon="PINNED")
+            layout.label(text=f"Pin on {pin_name(pin)}, frames", icon="PINNED")
             col = property_split(layout).column(align=True)
             col.prop(pin, "frame_start", text="Start")
             col.prop(pin, "frame_end", text="End")
