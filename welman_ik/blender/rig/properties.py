@@ -165,6 +165,26 @@ class WELMAN_IK_Miss(bpy.types.PropertyGroup):
                         description="The goal was eased toward the animation on that frame (an open range end)")
 
 
+RETARGET_KINDS = [
+    ("POSITION", "Position", "The target bone's point follows the source bone's, scaled from the hips"),
+    ("ORIENTATION", "Orientation", "The target bone turns as the source bone turns in the world"),
+    ("POSE", "Pose", "Both: position and orientation"),
+]
+
+
+class WELMAN_IK_RetargetPair(bpy.types.PropertyGroup):
+    """One line of the retarget map: which source bone a target bone follows, and how."""
+
+    target_bone: StringProperty(name="Target Bone", override=OVERRIDABLE, options=STILL, update=SHOWN,
+                                description="The bone of this armature that follows")
+    source_bone: StringProperty(name="Source Bone", override=OVERRIDABLE, options=STILL, update=SHOWN,
+                                description="The bone of the source armature it follows")
+    kind: EnumProperty(name="Kind", items=RETARGET_KINDS, default="ORIENTATION", override=OVERRIDABLE,
+                       options=STILL, update=SHOWN, description="What of the source bone it follows")
+    weight: FloatProperty(name="Weight", min=0.0, default=1.0, soft_max=10.0, override=OVERRIDABLE, options=STILL,
+                          update=SHOWN, description="Importance against the other lines of the map (0: ignored)")
+
+
 class WELMAN_IK_LastSolve(bpy.types.PropertyGroup):
     """Figures of the last solve, written by the add-on after every solve.
 
@@ -273,13 +293,19 @@ class WELMAN_IK_Settings(bpy.types.PropertyGroup):
         name="Missed Frames", description="The frames of the last bake or edit whose evaluated pose missed a goal",
     )
     active_miss_index: IntProperty(name="Active Missed Frame", default=0, override=OVERRIDABLE, options=STILL)
+    retarget_map: CollectionProperty(
+        type=WELMAN_IK_RetargetPair, override=OVERRIDABLE_COLLECTION, name="Retarget Map",
+        description="Which bone of the source armature each bone of this one follows when a clip is retargeted",
+    )
+    active_retarget_index: IntProperty(name="Active Retarget Line", default=0, override=OVERRIDABLE, options=STILL)
     ranges_offered: BoolProperty(
         name="Ranges Offered", default=False, override=OVERRIDABLE, options=STILL,
         description="The panel has offered this rig's human joint ranges once (the offer is then dismissed)",
     )
 
 
-CLASSES = (WELMAN_IK_Pin, WELMAN_IK_Range, WELMAN_IK_Miss, WELMAN_IK_LastSolve, WELMAN_IK_Settings)
+CLASSES = (WELMAN_IK_Pin, WELMAN_IK_Range, WELMAN_IK_Miss, WELMAN_IK_RetargetPair, WELMAN_IK_LastSolve,
+           WELMAN_IK_Settings)
 
 
 def register() -> None:

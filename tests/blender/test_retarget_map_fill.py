@@ -1,0 +1,116 @@
+"""The retarget map on real rigs: ``retarget_map_fill`` from a fixture clip imported with
+Blender's BVH importer onto the metarig and a generated Rigify rig, what it says it could not
+map, its refusals (nothing changed), and the map saved in the .blend."""
+
+from __future__ import annotations
+
+import bpy
+import pytest
+import scenes
+from conftest import import_clip
+
+from welman_ik.blender.rig.retarget_map import bone_tree
+
+
+def _map(obj) -> list[tuple]:
+    return [(line.target_bone, line.source_bone, line.kind, line.weight) for line in obj.welman_ik.retarget_map]
+
+
+def _clip_and_target(clip: str, target_factory):
+    """(target armature, source armature name): the clip imported, then the target made active."""
+    scenes.empty_scene()
+    import_clip(clip)
+    source = bpy.context.object.name
+    bpy.ops.object.mode_set(mode="OBJECT")
+    target = target_factory()
+    return target, source
+
+
+# Each fixture clip's own names: (prefix, hand, forearm, foot, hips).
+CLIP_NAMES = {
+    "mocapbank_clip.bvh": ("", "Wrist", "Elbow", "Ankle", "Hips"),
+    "mixamo_clip.bvh": ("mixamorig:", "Hand", "ForeArm", "Foot", "mixamorig:Hips"),
+    "pymo_walk.bvh": ("", "Hand", "ForeArm", "Foot", "Hips"),
+}
+
+
+@pytest.mark.parametrize("clip", sorted(CLIP_NAMES))
+def test_fill_from_each_fixture_clip_onto_the_metarig(clip):
+    prefix, hand, forearm, foot, hips = CLIP_NAMES[clip]
+    target, source = _clip_and_target(clip, lambda: scenes.basic_human(pins=()))
+    assert bpy.ops.welman_ik.retarget_map_fill(source=source) == {"FINISHED"}
+    lines = _map(target)
+    by_target = {t: (s, kind) for t, s, kind, _ in lines}
+    assert len(by_target) == len(lines)  # each target bone once
+    source_bones = set(bone_tree(bpy.data.objects[source])[0])
+    assert all(t in target.pose.bones and s in source_bones for t, s, _, _ in lines)
+    # The limbs follow the same limb on the same side; the hands and feet in pose.
+    for side, word in (("L", "Left"), ("R", "Right")):
+        assert by_target[f"hand.{side}"] == (f"{prefix}{word}{hand}", "POSE")
+        assert by_target[f"forearm.{side}"] == (f"{prefix}{word}{forearm}", "ORIENTATION")
+        assert by_target[f"foot.{side}"] == (f"{prefix}{word}{foot}", "POSE")
+    assert by_target["spine"] == (hips, "POSE")  # the metarig's root follows the clip's root
+    assert by_target["spine.006"][1] == "POSE"  # the head
+    assert all(w == 1.0 for *_, w in lines)
+
+
+def test_fill_onto_a_generated_rigify_rig():
+    target, source = _clip_and_target("mocapbank_clip.bvh", scenes.generated_rigify)
+    assert bpy.ops.welman_ik.retarget_map_fill(source=source) == {"FINISHED"}
+    by_target = {t: (s, kind) for t, s, kind, _ in _map(target)}
+    assert by_target["torso"] == ("Hips", "POSE")
+    assert by_target["upper_arm_fk.L"] == ("LeftShoulder", "ORIENTATION")  # this clip's Shoulder is the upper arm
+    assert by_target["hand_fk.R"] == ("RightWrist", "POSE")
+    assert by_target["thigh_fk.L"][0] == "LeftHip"
+
+
+def test_what_could_not_be_mapped_is_left_out():
+    """The mocapbank clip has no toes: the map is filled without them (the core's tests check
+    the words that name them)."""
+    target, source = _clip_and_target("mocapbank_clip.bvh", lambda: scenes.basic_human(pins=()))
+    assert bpy.ops.welman_ik.retarget_map_fill(source=source) == {"FINISHED"}
+    mapped = {line.target_bone for line in target.welman_ik.retarget_map}
+    assert {"hand.L", "foot.R"} <= mapped and not {"toe.L", "toe.R"} & mapped
+
+
+@pytest.mark.parametrize("case", ["empty", "missing", "mesh", "self", "unknown"])
+def test_refusals_change_nothing(human, case):
+    before = [("a", "b", "POSE", 2.0)]
+    line = human.welman_ik.retarget_map.add()
+    line.target_bone, line.source_bone, line.kind, line.weight = before[0]
+    source = {"empty": "", "missing": "no such object", "self": human.name}.get(case, case)
+    if case == "mesh":
+        mesh = bpy.data.objects.new("mesh", bpy.data.meshes.new("mesh"))
+        bpy.context.scene.collection.objects.link(mesh)
+    if case == "unknown":  # an armature whose bones name no body part
+        data = bpy.data.armatures.new("odd")
+        odd = bpy.data.objects.new("unknown", data)
+        bpy.context.scene.collection.objects.link(odd)
+        bpy.context.view_layer.objects.active = odd
+        bpy.ops.object.mode_set(mode="OBJECT")
+        bpy.ops.object.mode_set(mode="EDIT")
+        for i, name in enumerate(("qa", "qb", "qc")):
+            bone = data.edit_bones.new(name)
+            bone.head, bone.tail = (0.0, 0.0, i), (0.0, 0.0, i + 1.0)
+        bpy.ops.object.mode_set(mode="OBJECT")
+        bpy.context.view_layer.objects.active = human
+        bpy.ops.object.mode_set(mode="POSE")
+    expected = {"empty": "Name the source armature", "missing": "No object named 'no such object'",
+                "mesh": "'mesh' is not an armature", "self": "is the armature being retargeted onto",
+                "unknown": "Nothing to map: source: its bone names follow no naming known here"}[case]
+    with pytest.raises(RuntimeError, match=expected):
+        bpy.ops.welman_ik.retarget_map_fill(source=source)
+    assert _map(human) == before
+
+
+def test_the_map_is_saved_in_the_blend(tmp_path):
+    target, source = _clip_and_target("mixamo_clip.bvh", lambda: scenes.basic_human(pins=()))
+    assert bpy.ops.welman_ik.retarget_map_fill(source=source) == {"FINISHED"}
+    target.welman_ik.retarget_map[0].weight = 0.5  # an edit by hand
+    saved, name = _map(target), target.name
+    path = tmp_path / "mapped.blend"
+    assert bpy.ops.wm.save_as_mainfile(filepath=str(path)) == {"FINISHED"}
+    bpy.ops.wm.read_factory_settings(use_empty=True)
+    assert bpy.ops.wm.open_mainfile(filepath=str(path)) == {"FINISHED"}
+    assert _map(bpy.data.objects[name]) == saved
+    assert saved[0][3] == 0.5

@@ -1,0 +1,80 @@
+"""The retarget map: which bone of a source armature each bone of the active one follows when
+a clip is retargeted onto it (``armature.welman_ik.retarget_map``), filled from both rigs'
+naming by ``bpy.ops.welman_ik.retarget_map_fill(source='')``. The pairing itself is the
+core's (``core/anatomy/retarget.py``)."""
+
+from __future__ import annotations
+
+import bpy
+from bpy.props import StringProperty
+
+from ...core import anatomy
+from .model import RigError
+from .polls import ArmatureOperator
+
+
+def bone_tree(obj) -> tuple[list[str], dict[str, str | None]]:
+    """(bone names, each bone's parent name or None) of armature object ``obj``."""
+    bones = obj.data.bones
+    return [b.name for b in bones], {b.name: (b.parent.name if b.parent else None) for b in bones}
+
+
+def source_armature(target, name: str):
+    """The armature object named ``name`` that a clip is retargeted from onto ``target``, or
+    RigError saying why it cannot be."""
+    if not name:
+        raise RigError("Name the source armature (the one that carries the motion)")
+    source = bpy.data.objects.get(name)
+    if source is None:
+        raise RigError(f"No object named '{name}'")
+    if source.type != "ARMATURE":
+        raise RigError(f"'{name}' is not an armature (it is a {source.type.lower()})")
+    if source == target or source.data == target.data:
+        raise RigError(f"'{name}' is the armature being retargeted onto; choose the one that carries the motion")
+    return source
+
+
+def fill(target, source) -> list[str]:
+    """Fill ``target``'s retarget map from both rigs' naming (what was there is replaced);
+    returns the body parts found on one side only. RigError, and the map left as it was, when
+    nothing pairs (a naming unknown even by a best guess)."""
+    pairs, missing = anatomy.retarget_map(*bone_tree(target), *bone_tree(source))
+    if not pairs:
+        raise RigError("Nothing to map: " + "; ".join(missing) + ". Fill the map by hand (target bone, source bone)")
+    settings = target.welman_ik
+    lines = settings.retarget_map
+    lines.clear()
+    for pair in pairs:
+        line = lines.add()
+        line.target_bone, line.source_bone, line.kind, line.weight = pair
+    settings.active_retarget_index = 0
+    return missing
+
+
+class WELMAN_IK_OT_retarget_map_fill(ArmatureOperator, bpy.types.Operator):
+    """Fill the retarget map from both rigs' bone names: hips, spine, chest, neck and head, shoulders, arms and \
+legs, hands and feet (what was in the map is replaced)"""
+
+    bl_idname = "welman_ik.retarget_map_fill"
+    bl_label = "Fill Retarget Map"
+
+    source: StringProperty(name="Source", description="The armature that carries the motion")
+
+    def execute(self, context):
+        if self.refused(context):
+            return {"CANCELLED"}
+        target = context.object
+        try:
+            missing = fill(target, source_armature(target, self.source))
+        except RigError as error:
+            self.report({"ERROR"}, str(error))
+            return {"CANCELLED"}
+        count = len(target.welman_ik.retarget_map)
+        if missing:
+            self.report({"WARNING"}, f"Mapped {count} bones from '{self.source}'; not mapped: " + "; ".join(missing))
+        else:
+            self.report({"INFO"}, f"Mapped {count} bones from '{self.source}'")
+        return {"FINISHED"}
+
+
+CLASSES = (WELMAN_IK_OT_retarget_map_fill,)
