@@ -5,6 +5,7 @@ map, its refusals (nothing changed), and the map saved in the .blend."""
 from __future__ import annotations
 
 import bpy
+import numpy as np
 import pytest
 import scenes
 from conftest import import_clip
@@ -114,3 +115,36 @@ def test_the_map_is_saved_in_the_blend(tmp_path):
     assert bpy.ops.wm.open_mainfile(filepath=str(path)) == {"FINISHED"}
     assert _map(bpy.data.objects[name]) == saved
     assert saved[0][3] == 0.5
+
+
+def test_the_automatic_scale_is_the_ratio_of_leg_lengths():
+    """Hip to ankle in the world, each rig's mean over its two legs: the metarig against the
+    clip (imported in metres), and again with the metarig's object scaled by 2."""
+    from welman_ik.blender.rig.retarget_map import rest_points, retarget_scale
+
+    target, source = _clip_and_target("pymo_walk.bvh", lambda: scenes.basic_human(pins=()))
+    clip = bpy.data.objects[source]
+    mine, theirs = rest_points(target), rest_points(clip)
+
+    def leg(points, thigh, foot):
+        return float(np.linalg.norm(points[thigh][0] - points[foot][0]))
+
+    expected = ((leg(mine, "thigh.L", "foot.L") + leg(mine, "thigh.R", "foot.R"))
+                / (leg(theirs, "LeftUpLeg", "LeftFoot") + leg(theirs, "RightUpLeg", "RightFoot")))
+    scale = retarget_scale(target, clip)
+    assert scale == pytest.approx(expected, rel=1e-9)
+    assert 0.5 < scale < 2.0  # two adult bodies
+    target.scale = (2.0, 2.0, 2.0)
+    bpy.context.view_layer.update()
+    assert retarget_scale(target, clip) == pytest.approx(2.0 * scale, rel=1e-6)
+
+
+def test_no_automatic_scale_without_legs(human):
+    from welman_ik.blender.rig.model import RigError
+    from welman_ik.blender.rig.retarget_map import retarget_scale
+
+    data = bpy.data.armatures.new("armless")
+    odd = bpy.data.objects.new("legless", data)
+    bpy.context.scene.collection.objects.link(odd)
+    with pytest.raises(RigError, match="give the scale instead"):
+        retarget_scale(human, odd)

@@ -6,6 +6,7 @@ core's (``core/anatomy/retarget.py``)."""
 from __future__ import annotations
 
 import bpy
+import numpy as np
 from bpy.props import StringProperty
 
 from ...core import anatomy
@@ -32,6 +33,28 @@ def source_armature(target, name: str):
     if source == target or source.data == target.data:
         raise RigError(f"'{name}' is the armature being retargeted onto; choose the one that carries the motion")
     return source
+
+
+def rest_points(obj) -> dict[str, tuple]:
+    """Each bone's (head, tail) in the rest pose, in the world (the object's transform applied)."""
+    world = np.array(obj.matrix_world, dtype=float)
+    out = {}
+    for bone in obj.data.bones:
+        ends = np.array([(*bone.head_local, 1.0), (*bone.tail_local, 1.0)]) @ world.T
+        out[bone.name] = (ends[0, :3], ends[1, :3])
+    return out
+
+
+def retarget_scale(target, source) -> float:
+    """How many times longer ``target``'s legs are than ``source``'s, hip to ankle in the world
+    (a retarget's automatic scale); RigError saying which rig has no legs to measure."""
+    roles = [anatomy.recognise(*bone_tree(obj))[1] or anatomy.recognise(*bone_tree(obj), best_guess=True)[1]
+             for obj in (target, source)]
+    try:
+        return anatomy.leg_scale(rest_points(target), roles[0], rest_points(source), roles[1])
+    except ValueError as error:
+        raise RigError(f"The automatic scale needs both rigs' legs ('{target.name}', '{source.name}'): {error}; "
+                       "give the scale instead") from error
 
 
 def fill(target, source) -> list[str]:
