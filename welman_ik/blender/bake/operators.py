@@ -14,7 +14,7 @@ from ..drag.operator import ModalDrag
 from ..drag.state import DRAG_STATE
 from ..rig import keyframes, views
 from ..rig.model import RigError
-from ..rig.polls import ArmatureOperator, SelectionOperator, animation_refusal, armature_poll, from_sidebar
+from ..rig.polls import ArmatureOperator, SelectionOperator, animation_refusal
 from ..rig.units import length_text
 from . import baker as bake
 from . import contacts as foot_contacts
@@ -75,17 +75,10 @@ animation (the Falloff setting)"""
     bl_label = "Edit Motion"
 
     @classmethod
-    def poll(cls, context):
-        if not armature_poll(cls, context):
-            return False
-        if from_sidebar(context):  # (a script gets the same reasons as errors)
-            obj = context.object
-            refusal = animation_refusal(obj, edit=True) or (
-                "Click the bone to edit first (in Pose Mode)" if obj.data.bones.active is None else "")
-            if refusal:
-                cls.poll_message_set(refusal)
-                return False
-        return True
+    def sidebar_refusal(cls, context) -> str:
+        obj = context.object
+        return animation_refusal(obj, edit=True) or (
+            "Click the bone to edit first (in Pose Mode)" if obj.data.bones.active is None else "")
 
     frame: IntProperty(name="Frame", options={"SKIP_SAVE"}, description="The edited frame (unset: the current one)")
     falloff: IntProperty(name="Falloff", min=0, options={"SKIP_SAVE"},
@@ -167,17 +160,10 @@ class WELMAN_IK_OT_bake(ArmatureOperator, bpy.types.Operator):
     bl_label = "Bake Pins"
 
     @classmethod
-    def poll(cls, context):
-        if not armature_poll(cls, context):
-            return False
-        if from_sidebar(context):  # (a script gets the same reasons as errors)
-            obj = context.object
-            refusal = animation_refusal(obj) or ("" if any(p.enabled for p in obj.welman_ik.pins)
-                                                 else "Pin the bones to hold first")
-            if refusal:
-                cls.poll_message_set(refusal)
-                return False
-        return True
+    def sidebar_refusal(cls, context) -> str:
+        obj = context.object
+        return animation_refusal(obj) or ("" if any(p.enabled for p in obj.welman_ik.pins)
+                                          else "Pin the bones to hold first")
 
     frame_start: IntProperty(name="Start", default=1, description="First frame to bake")
     frame_end: IntProperty(name="End", default=250, description="Last frame to bake")

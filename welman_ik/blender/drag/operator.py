@@ -12,7 +12,7 @@ from bpy.props import FloatProperty, FloatVectorProperty, StringProperty
 
 from ..rig import views
 from ..rig.model import RigError
-from ..rig.polls import ArmatureOperator, armature_poll, from_sidebar
+from ..rig.polls import ArmatureOperator
 from ..rig.units import length_text
 from . import session, solver, viewport
 from .state import DRAG_STATE
@@ -188,16 +188,13 @@ class WELMAN_IK_OT_drag(ModalDrag, ArmatureOperator, bpy.types.Operator):
     bl_label = "Drag"
 
     @classmethod
-    def poll(cls, context):
-        if not armature_poll(cls, context):
-            return False
+    def sidebar_refusal(cls, context) -> str:
         # The sidebar's button drags the active bone; a script names its bone, the shortcut
         # takes the one under the mouse.
-        if from_sidebar(context) and context.object.data.bones.active is None:
-            cls.poll_message_set("Click the bone to drag first (in Pose Mode), or press the drag shortcut "
-                                 "(Ctrl+Shift+D) with the mouse over a bone")
-            return False
-        return True
+        if context.object.data.bones.active is None:
+            return ("Click the bone to drag first (in Pose Mode), or press the drag shortcut (Ctrl+Shift+D) with "
+                    "the mouse over a bone")
+        return ""
 
     def execute(self, context):
         if self.refused(context):

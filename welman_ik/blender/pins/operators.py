@@ -9,9 +9,7 @@ from ..rig.model import RigError
 from ..rig.polls import (
     ArmatureOperator,
     SelectionOperator,
-    armature_poll,
     degenerate_transform,
-    from_sidebar,
     selected_pose_bones,
 )
 from ..rig.properties import AIM_AXIS_ITEMS, PIN_KINDS
@@ -44,10 +42,6 @@ to the active one)"""
                           description="Region: the sphere's radius")
     use_support: BoolProperty(name="Support Polygon", default=False, options={"SKIP_SAVE"},
                               description="Balance: over the support polygon of the position and pose pins")
-
-    @classmethod
-    def poll(cls, context):
-        return armature_poll(cls, context)
 
     def draw(self, context):
         layout = self.layout
@@ -99,12 +93,9 @@ to the active one)"""
                            use_support=self.use_support)
 
 
-def has_pins(cls, context) -> bool:
-    """Poll: the armature has a pin (else the button says so)."""
-    if not len(context.object.welman_ik.pins):
-        cls.poll_message_set("The armature has no pins")
-        return False
-    return True
+def pins_refusal(obj) -> str:
+    """Why there is no pin of ``obj`` to remove, or ''."""
+    return "" if len(obj.welman_ik.pins) else "The armature has no pins"
 
 
 def remove_pins(obj, indices) -> tuple[int, int]:
@@ -166,9 +157,9 @@ class WELMAN_IK_OT_clear_pins(ArmatureOperator, bpy.types.Operator):
     bl_label = "Clear Pins"
 
     @classmethod
-    def poll(cls, context):
+    def sidebar_refusal(cls, context) -> str:
         # (a script may clear an empty list: it removes nothing and says so)
-        return armature_poll(cls, context) and (not from_sidebar(context) or has_pins(cls, context))
+        return pins_refusal(context.object)
 
     def execute(self, context):
         if self.refused(context):
@@ -184,8 +175,13 @@ class WELMAN_IK_OT_remove_pin(ArmatureOperator, bpy.types.Operator):
 the library is disabled instead)"""
 
     @classmethod
-    def poll(cls, context):
-        return armature_poll(cls, context) and has_pins(cls, context)
+    def poll(cls, context):  # from a script too: there is no pin to remove
+        if not super().poll(context):
+            return False
+        refusal = pins_refusal(context.object)
+        if refusal:
+            cls.poll_message_set(refusal)
+        return not refusal
 
     bl_idname = "welman_ik.remove_pin"
     bl_label = "Remove Pin"

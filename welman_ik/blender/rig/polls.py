@@ -81,7 +81,11 @@ def selected_pose_bones(obj) -> list:
 class ArmatureOperator:
     """An operator on the active armature. Whatever it changes (pins, ranges, settings, the
     pose) shows at once: an ``execute`` that finishes redraws the viewports and the
-    Properties editor (``views.redraw``), from the panel, a shortcut or a script alike."""
+    Properties editor (``views.redraw``), from the panel, a shortcut or a script alike.
+
+    A subclass says in ``sidebar_refusal`` why its sidebar button cannot work now: the button
+    is then greyed out with that reason, while a script or a shortcut still runs it and gets
+    the same reason as an error (or runs where it can, with what it names itself)."""
 
     bl_options = {"REGISTER", "UNDO"}
 
@@ -93,7 +97,18 @@ class ArmatureOperator:
 
     @classmethod
     def poll(cls, context):
-        return armature_poll(cls, context)
+        if not armature_poll(cls, context):
+            return False
+        refusal = cls.sidebar_refusal(context) if from_sidebar(context) else ""
+        if refusal:
+            cls.poll_message_set(refusal)
+            return False
+        return True
+
+    @classmethod
+    def sidebar_refusal(cls, context) -> str:
+        """Why the sidebar's button cannot work on ``context.object`` now, or ''."""
+        return ""
 
     def refused(self, context) -> bool:
         """Execute-time guard (poll already refuses; this keeps any other way in honest):
@@ -110,7 +125,7 @@ class SelectionOperator(ArmatureOperator):
 
     @classmethod
     def poll(cls, context):
-        if not armature_poll(cls, context):
+        if not super().poll(context):
             return False
         if not selected_pose_bones(context.object):
             cls.poll_message_set("Select one or more pose bones first")
