@@ -57,16 +57,6 @@ def draw_status(header, context) -> None:
         layout.separator()
 
 
-def redraw_pose_editors(context) -> None:
-    """Redraw the editors that show pose channels: the pose is written in bulk
-    (``foreach_set``), which sends no notifier, so the Properties editor's bone transform
-    would otherwise show the old values until the mouse passes over it."""
-    screen = context.screen
-    for area in screen.areas if screen is not None else ():
-        if area.type == "PROPERTIES":
-            area.tag_redraw()
-
-
 class ModalDrag:
     """The interactive drag, shared by the drag and the motion edit: the bone under the
     mouse (or the active bone) follows the mouse, re-solved on every event. A subclass
@@ -166,7 +156,9 @@ class ModalDrag:
         if context.area is not None:
             context.area.header_text_set(drag.header(context.scene))
             context.area.tag_redraw()
-        redraw_pose_editors(context)
+        # The pose is written in bulk (``foreach_set``), which sends no notifier: the Properties
+        # editor's bone transform would show the old values until the mouse passed over it.
+        views.redraw(("PROPERTIES",))
         return {"RUNNING_MODAL"}
 
     def _finish(self, context, result):
