@@ -161,7 +161,9 @@ def import_bvh(path: Path, scale: float | None) -> tuple[object, float]:
         found = _armatures()
         if not found:
             raise ClipError(f"could not read {path.name} as BVH: no skeleton in it")
-        points = np.array([(*b.head_local, *b.tail_local) for b in found[0].data.bones]).reshape(-1, 3)
+        from ..blender.rig.body import rest_ends
+
+        points = rest_ends(found[0]).reshape(-1, 3)
         size = float(np.ptp(points, axis=0).max()) if len(points) else 0.0
         if not math.isfinite(size) or size <= 0.0:
             raise ClipError(f"{path.name}: the skeleton has no size; give its unit with --scale")

@@ -46,3 +46,18 @@ def gaze_bone(obj, settings) -> str:
     if settings.gaze_bone:
         return settings.gaze_bone if settings.gaze_bone in obj.pose.bones else ""
     return parts(obj)[2]
+
+
+def rest_ends(obj, world: bool = False) -> np.ndarray:
+    """(bones, 2, 3): each bone's head and tail in the rest pose, in armature space (``world``:
+    the object's transform applied), read in bulk."""
+    bones = obj.data.bones
+    heads, tails = np.zeros(3 * len(bones)), np.zeros(3 * len(bones))
+    if len(bones):
+        bones.foreach_get("head_local", heads)
+        bones.foreach_get("tail_local", tails)
+    ends = np.stack([heads.reshape(-1, 3), tails.reshape(-1, 3)], axis=1)
+    if world:
+        matrix = np.array(obj.matrix_world, dtype=float)
+        ends = ends @ matrix[:3, :3].T + matrix[:3, 3]
+    return ends

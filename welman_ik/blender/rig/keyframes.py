@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .body import rest_ends
+
 ROTATION_PATHS = {
     "QUATERNION": "rotation_quaternion",
     "AXIS_ANGLE": "rotation_axis_angle",
@@ -40,15 +42,8 @@ def key_thresholds(obj, tolerance: float) -> tuple[float, float]:
     (whose size is its rest bones' extent, in the world) by more than ``KEY_SHARE`` of the
     tolerance by itself; the bones left unkeyed along one chain add up, a few times that at
     most."""
-    bones = obj.data.bones
-    ends = np.zeros(6 * len(bones))
-    if len(bones):
-        heads, tails = np.zeros(3 * len(bones)), np.zeros(3 * len(bones))
-        bones.foreach_get("head_local", heads)
-        bones.foreach_get("tail_local", tails)
-        ends = np.concatenate([heads, tails])
     scale = float(np.abs(np.array(obj.matrix_world.to_scale())).max())
-    points = ends.reshape(-1, 3) * scale
+    points = rest_ends(obj).reshape(-1, 3) * scale
     size = float(np.linalg.norm(points.max(axis=0) - points.min(axis=0))) if len(points) else 0.0
     length = KEY_SHARE * tolerance
     # (location channels are in the armature's own units: a centimetre rig at scale 0.01 moves

@@ -6,10 +6,10 @@ core's (``core/anatomy/retarget.py``)."""
 from __future__ import annotations
 
 import bpy
-import numpy as np
 from bpy.props import StringProperty
 
 from ...core import anatomy
+from .body import rest_ends
 from .model import RigError
 from .polls import ArmatureOperator
 
@@ -37,12 +37,7 @@ def source_armature(target, name: str):
 
 def rest_points(obj) -> dict[str, tuple]:
     """Each bone's (head, tail) in the rest pose, in the world (the object's transform applied)."""
-    world = np.array(obj.matrix_world, dtype=float)
-    out = {}
-    for bone in obj.data.bones:
-        ends = np.array([(*bone.head_local, 1.0), (*bone.tail_local, 1.0)]) @ world.T
-        out[bone.name] = (ends[0, :3], ends[1, :3])
-    return out
+    return {name: (ends[0], ends[1]) for name, ends in zip(obj.data.bones.keys(), rest_ends(obj, world=True))}
 
 
 def retarget_scale(target, source) -> float:
