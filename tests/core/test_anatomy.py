@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from fixture_skeletons import bvh_joints
 
 from welman_ik.core import anatomy
 from welman_ik.core.ranges import rotation_y, swing_twist
@@ -125,26 +126,6 @@ def tail_motion(rest: np.ndarray, limits: dict, axis: str, angle: float = 0.3) -
     """How the bone's tail direction moves for a swing of ``angle`` about the range's ``axis``."""
     x, y, z = anatomy.range_axes(limits["roll"], rest[:3, :3])
     return rotation({"x": x, "z": z}[axis], angle) @ y - y
-
-
-def bvh_joints(path: Path) -> tuple[list, dict]:
-    """Joint names and parents of a BVH file's hierarchy (the bones Blender's importer makes)."""
-    names, parents, stack = [], {}, []
-    for line in path.read_text().splitlines():
-        words = line.split()
-        if not words:
-            continue
-        if words[0] in ("ROOT", "JOINT"):
-            names.append(words[1])
-            parents[words[1]] = stack[-1] if stack else None
-            stack.append(words[1])
-        elif words[0] == "End":
-            stack.append(None)
-        elif words[0] == "}":
-            stack.pop()
-        elif words[0] == "MOTION":
-            break
-    return names, parents
 
 
 # ------------------------------------------------------------------------------------------------

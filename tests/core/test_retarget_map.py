@@ -8,6 +8,7 @@ import itertools
 from pathlib import Path
 
 import pytest
+from fixture_skeletons import bvh_joints
 
 from welman_ik.core import anatomy
 from welman_ik.core.anatomy.retarget import RetargetPair, leg_length, leg_scale, retarget_map
@@ -74,22 +75,7 @@ LIMB_KINDS = {"clavicle": "ORIENTATION", "upper_arm": "ORIENTATION", "forearm": 
 
 def bvh(name: str) -> tuple[list[str], dict]:
     """Joint names and parents of a fixture BVH file's hierarchy."""
-    names, parents, stack = [], {}, []
-    for line in (FIXTURES / name).read_text().splitlines():
-        words = line.split()
-        if not words:
-            continue
-        if words[0] in ("ROOT", "JOINT"):
-            names.append(words[1])
-            parents[words[1]] = stack[-1] if stack else None
-            stack.append(words[1])
-        elif words[0] == "End":
-            stack.append(None)
-        elif words[0] == "}":
-            stack.pop()
-        elif words[0] == "MOTION":
-            break
-    return names, parents
+    return bvh_joints(FIXTURES / name)
 
 
 def rig(table: dict) -> tuple[list[str], dict]:

@@ -9,6 +9,7 @@ import bpy
 from bpy.props import StringProperty
 
 from ...core import anatomy
+from ...core.anatomy.retarget import retarget_roles
 from .body import rest_ends
 from .model import RigError
 from .polls import ArmatureOperator
@@ -43,8 +44,7 @@ def rest_points(obj) -> dict[str, tuple]:
 def retarget_scale(target, source) -> float:
     """How many times longer ``target``'s legs are than ``source``'s, hip to ankle in the world
     (a retarget's automatic scale); RigError saying which rig has no legs to measure."""
-    roles = [anatomy.recognise(*bone_tree(obj))[1] or anatomy.recognise(*bone_tree(obj), best_guess=True)[1]
-             for obj in (target, source)]
+    roles = [retarget_roles(*bone_tree(obj))[1] for obj in (target, source)]
     try:
         return anatomy.leg_scale(rest_points(target), roles[0], rest_points(source), roles[1])
     except ValueError as error:

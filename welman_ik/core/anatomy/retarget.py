@@ -45,15 +45,20 @@ class RetargetPair(NamedTuple):
     weight: float
 
 
+def retarget_roles(names: Sequence[str], parents: Mapping[str, str | None] | None) -> tuple[str, dict[str, str]]:
+    """(naming, roles) of a skeleton as a retarget reads it: ``recognise``, by a best guess from
+    name fragments when it follows no known naming."""
+    naming, roles = recognise(names, parents)
+    return (naming, roles) if naming else recognise(names, parents, best_guess=True)
+
+
 class _Side:
     """One skeleton's naming and the bones that play each part of the body."""
 
     def __init__(self, which: str, names: Sequence[str], parents: Mapping[str, str | None] | None):
         self.which = which
         self.parents: Mapping[str, str | None] = parents or {}
-        self.naming, self.roles = recognise(names, self.parents)
-        if not self.naming:
-            self.naming, self.roles = recognise(names, self.parents, best_guess=True)
+        self.naming, self.roles = retarget_roles(names, self.parents)
         self.order = {name: i for i, name in enumerate(names)}
         self.hips = self._hips()
         self.pelvis = ""  # a generated Rigify rig's pelvis control
