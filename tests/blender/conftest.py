@@ -126,6 +126,19 @@ def pin(obj, names, **options) -> None:
     scenes.select(obj, ())
 
 
+def pin_by_kind(obj, kind: str) -> None:
+    """One pin of ``kind`` through the operator: a together pin joins hand.L to the active
+    hand.R, a balance pin takes no bone, any other kind goes on hand.L."""
+    if kind == "TOGETHER":
+        scenes.select(obj, ["hand.L", "hand.R"])
+        obj.data.bones.active = obj.data.bones["hand.R"]
+        assert bpy.ops.welman_ik.pin(kind=kind) == {"FINISHED"}
+    elif kind == "BALANCE":
+        assert bpy.ops.welman_ik.pin(kind=kind) == {"FINISHED"}
+    else:
+        pin(obj, ["hand.L"], kind=kind)
+
+
 _exit_status = 0
 
 

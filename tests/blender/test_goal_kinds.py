@@ -8,7 +8,7 @@ import bpy
 import numpy as np
 import pytest
 import scenes
-from conftest import drag, pin, pin_errors, rotation_angle, world_point
+from conftest import drag, pin, pin_by_kind, pin_errors, rotation_angle, world_point
 from mathutils import Quaternion
 
 from welman_ik.blender.drag.session import DragSession
@@ -355,14 +355,7 @@ def test_the_panel_edits_each_kind_fields(bare_human, kind):
     from welman_ik.blender.ui import panel
 
     obj = bare_human
-    if kind == "TOGETHER":
-        scenes.select(obj, ["hand.L", "hand.R"])
-        obj.data.bones.active = obj.data.bones["hand.R"]
-        assert bpy.ops.welman_ik.pin(kind=kind) == {"FINISHED"}
-    elif kind == "BALANCE":
-        assert bpy.ops.welman_ik.pin(kind=kind) == {"FINISHED"}
-    else:
-        pin(obj, ["hand.L"], kind=kind)
+    pin_by_kind(obj, kind)
     obj.welman_ik.active_pin_index = 0
     shown = [c[1] for c in draw(panel.WELMAN_IK_PT_pins) if c[0] == "prop"]
     assert shown == PANEL_FIELDS[kind]

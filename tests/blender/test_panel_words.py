@@ -10,7 +10,7 @@ import types
 import bpy
 import pytest
 import scenes
-from conftest import pin
+from conftest import pin, pin_by_kind
 
 from welman_ik.blender.drag import operator as drag_operator
 from welman_ik.blender.drag.session import DragSession
@@ -214,6 +214,15 @@ class _Layout:
         return types.SimpleNamespace()
 
 
+def _drawn(panel_class) -> list:
+    """(kind, text) of what ``panel_class`` draws in the current context."""
+    log: list = []
+    fake = types.SimpleNamespace(layout=_Layout(log))
+    fake.draw_offer = lambda *args: panel.WELMAN_IK_PT_pins.draw_offer(fake, *args)
+    panel_class.draw(fake, bpy.context)
+    return log
+
+
 LABEL_COLUMN = 11  # characters the default sidebar's label column shows whole (at the default UI scale: "Location X"
 # and "Root Motion" do, "Contact Speed" does not)
 
@@ -224,10 +233,7 @@ def test_every_panel_draws_with_labels_that_fit(human, name):
     """Each sub-panel draws on a pinned rig, with a selected pin; every field's label fits the
     default sidebar's label column ("Max Iter...", "Contact ..." and "Preferre..." did not)."""
     human.pose.bones["hand.R"].keyframe_insert("location", frame=1)
-    log: list = []
-    fake = types.SimpleNamespace(layout=_Layout(log))
-    fake.draw_offer = lambda *args: panel.WELMAN_IK_PT_pins.draw_offer(fake, *args)
-    getattr(panel, name).draw(fake, bpy.context)
+    log = _drawn(getattr(panel, name))
     assert log
     long = [text for kind, text in log if kind == "prop" and len(text) > LABEL_COLUMN]
     assert long == []
@@ -236,18 +242,8 @@ def test_every_panel_draws_with_labels_that_fit(human, name):
 @pytest.mark.parametrize("kind", [k[0] for k in properties.PIN_KINDS])
 def test_every_pin_kind_fields_fit(bare_human, kind):
     obj = bare_human
-    if kind == "TOGETHER":
-        scenes.select(obj, ["hand.L", "hand.R"])
-        obj.data.bones.active = obj.data.bones["hand.R"]
-        assert bpy.ops.welman_ik.pin(kind=kind) == {"FINISHED"}
-    elif kind == "BALANCE":
-        obj.data.bones.active = obj.data.bones["spine"]
-        assert bpy.ops.welman_ik.pin(kind=kind) == {"FINISHED"}
-    else:
-        pin(obj, ["hand.L"], kind=kind)
+    obj.data.bones.active = obj.data.bones["spine"]  # (a balance pin shows the active bone's mass)
+    pin_by_kind(obj, kind)
     obj.welman_ik.active_pin_index = 0
-    log: list = []
-    fake = types.SimpleNamespace(layout=_Layout(log))
-    fake.draw_offer = lambda *args: panel.WELMAN_IK_PT_pins.draw_offer(fake, *args)
-    panel.WELMAN_IK_PT_pins.draw(fake, bpy.context)
+    log = _drawn(panel.WELMAN_IK_PT_pins)
     assert [text for kind_, text in log if kind_ == "prop" and len(text) > LABEL_COLUMN] == []
