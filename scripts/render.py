@@ -319,3 +319,25 @@ def stack(paths, path: Path) -> Path:
     for image in [*images, out]:
         bpy.data.images.remove(image)
     return Path(path)
+
+
+def add_sticks(obj, radius: float = 0.025, colour=(0.55, 0.56, 0.60, 1.0)) -> list:
+    """A plain body for any armature ``obj`` (a mocap skeleton): a capsule along each bone,
+    parented to it, left limbs cool and right limbs warm by name. Call it in the rest pose."""
+    bpy.context.view_layer.update()
+    rotation = obj.matrix_world.to_3x3().normalized()
+    parts = []
+    for pb in obj.pose.bones:
+        head, tail = obj.matrix_world @ pb.head, obj.matrix_world @ pb.tail
+        if (tail - head).length < 1e-4:
+            continue
+        bm = bmesh.new()
+        _capsule(bm, head, tail, radius, radius * 0.8, rotation @ X, 1.0, True)
+        name = pb.name.lower()
+        tint = LEFT if "left" in name or name.endswith(".l") else RIGHT if "right" in name or name.endswith(".r") \
+            else colour
+        part = _mesh_object(f"{obj.name} {pb.name}", bm, tint)
+        part.parent, part.parent_type, part.parent_bone = obj, "BONE", pb.name
+        part.matrix_parent_inverse = (obj.matrix_world @ pb.matrix @ Matrix.Translation((0, pb.length, 0))).inverted()
+        parts.append(part)
+    return parts

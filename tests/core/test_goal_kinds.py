@@ -303,6 +303,25 @@ def test_every_solver_brings_two_hands_together(name, seed):
     assert goal.error(sk.forward(result.q)) <= 1e-5, name
 
 
+@pytest.mark.parametrize("name", ["SR_INVERSE", "QUASI_NEWTON", "JACOBIAN_TRANSPOSE"])
+def test_together_with_an_offset_holds_one_tip_that_far_from_the_other(name):
+    """A hand held where it is from its shoulder (the retarget): tip a at offset d from tip b,
+    its residual and Jacobian checked, and solved for."""
+    sk = two_arms()
+    rng = np.random.default_rng(3)
+    q = rng.uniform(-1.0, 1.0, 7)
+    kin = sk.forward(q)
+    d = np.array([0.3, -0.2, 0.1])
+    goal = TogetherGoal(3, TIP, 6, TIP, offset=d)
+    a, b = goal.points(kin)
+    np.testing.assert_allclose(goal.residual(kin), b - a + d)
+    np.testing.assert_allclose(goal.jacobian(kin), residual_jacobian(goal, sk, q), atol=1e-7)
+    np.testing.assert_allclose(TogetherGoal.stack([goal], kin)[0], b - a + d)
+    result = SOLVERS[name](Problem(sk, [goal], tolerance=1e-5, max_iterations=iterations(name)), q)
+    a, b = goal.points(sk.forward(result.q))
+    assert np.linalg.norm(a - b - d) <= 1e-5, name
+
+
 def _standing_chain():
     """A 6-hinge chain standing on its base (its links along +x, which is up here), a unit
     mass at the middle of each link, heavier low down."""

@@ -92,3 +92,22 @@ def test_a_ccd_solve_never_raises_the_weighted_error(seed):
         now = weighted_error(problem, q)
         assert now <= cost + 1e-10 * max(cost, 1.0)
         cost = now
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_batch_of_orientation_goals_is_each_goal_evaluated_alone(seed):
+    """Several goals with different held axes, lengths and joints (the retarget holds a
+    dozen at once): the batch's residuals, Jacobian and errors are the goals' own, in order."""
+    rng = np.random.default_rng(seed)
+    sk, q, _ = random_frame(seed)
+    kin = sk.forward(q)
+    goals = []
+    for k, axes in enumerate(ALL_AXES * 2):
+        joint = int(rng.integers(0, sk.size))
+        target = rotation_of(kin, joint) @ rotation_of(sk.forward(rng.normal(size=sk.size)), joint).T
+        goals.append(OrientationGoal(joint, target, axes=axes, length=0.1 + 0.2 * k))
+    residual, jacobian = OrientationGoal.stack(goals, kin)
+    np.testing.assert_allclose(residual, np.concatenate([g.residual(kin) for g in goals]), atol=1e-12)
+    np.testing.assert_allclose(jacobian, np.vstack([g.jacobian(kin) for g in goals]), atol=1e-12)
+    np.testing.assert_allclose(OrientationGoal.errors(goals, kin), [g.error(kin) for g in goals], atol=1e-12)
+    np.testing.assert_allclose(OrientationGoal.batch(goals).residuals(kin), residual, atol=1e-12)

@@ -12,10 +12,10 @@ from .bake import operators as bake_operators
 from .drag import operator as drag_operator
 from .pins import operators as pin_operators
 from .rig import presets, properties, retarget_map, views
-from .ui import overlay, panel, preferences
+from .ui import overlay, panel, preferences, retarget_panel
 
 CLASSES = (preferences.CLASSES + pin_operators.CLASSES + drag_operator.CLASSES + bake_operators.CLASSES
-           + presets.CLASSES + retarget_map.CLASSES + panel.CLASSES)
+           + presets.CLASSES + retarget_map.CLASSES + panel.CLASSES + retarget_panel.CLASSES)
 
 
 def register() -> None:

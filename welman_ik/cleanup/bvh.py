@@ -23,6 +23,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ..blender.rig.body import pose_matrices, rest_matrices
+
 # A joint whose every frame is this close to the source's is unchanged, and its values are
 # copied verbatim. Blender's importer keys in single precision, so a clip read and written
 # unchanged comes back this far off (up to 3e-4 degrees near gimbal lock, 7e-7 m).
@@ -141,7 +143,8 @@ def write(obj, source: Path, output: Path, scale: float, frames: range, axes=("-
         raise ValueError(f"could not read {source.name}: {error.strerror or error}") from None
     if not frames:
         raise ValueError("no frames to write")
-    pose, rest = _sample(obj, [_bone(obj, name) for name in h.names], frames)
+    bones = [_bone(obj, name) for name in h.names]
+    pose, rest = pose_matrices(obj, bones, frames)[0], rest_matrices(obj, bones)[:, :3, :3]
 
     c = np.array(axis_conversion(from_forward=axes[0], from_up=axes[1]).to_3x3())
     u, _, vt = np.linalg.svd(pose[..., :3, :3] @ np.linalg.inv(rest))
@@ -189,29 +192,6 @@ def write(obj, source: Path, output: Path, scale: float, frames: range, axes=("-
     lead, separator, trail = h.style
     body = "".join(lead + separator.join(row) + trail + newline for row in text)
     Path(output).write_bytes(("".join(header) + body).encode("utf-8", "surrogateescape"))
-
-
-def _sample(obj, bones: list[str], frames: list[int]) -> tuple[np.ndarray, np.ndarray]:
-    """(frames, bones, 4, 4) the evaluated pose matrices of ``bones`` on ``frames``, and
-    (bones, 3, 3) their rest rotations, all in armature space."""
-    import bpy
-
-    pose_index = {pb.name: i for i, pb in enumerate(obj.pose.bones)}
-    data_index = {b.name: i for i, b in enumerate(obj.data.bones)}
-    rest = np.empty(len(data_index) * 16, np.float32)
-    obj.data.bones.foreach_get("matrix_local", rest)  # flattened column by column
-    rest = rest.reshape(-1, 4, 4).transpose(0, 2, 1)[[data_index[b] for b in bones], :3, :3]
-    pose = np.empty((len(frames), len(pose_index) * 16), np.float32)
-    scene = bpy.context.scene
-    current = scene.frame_current, scene.frame_subframe
-    try:
-        for i, frame in enumerate(frames):
-            scene.frame_set(frame)
-            obj.evaluated_get(bpy.context.evaluated_depsgraph_get()).pose.bones.foreach_get("matrix", pose[i])
-    finally:
-        scene.frame_set(current[0], subframe=current[1])
-    pose = pose.reshape(len(frames), -1, 4, 4).transpose(0, 1, 3, 2)[:, [pose_index[b] for b in bones]]
-    return pose.astype(float), rest.astype(float)
 
 
 def _bone(obj, name: str) -> str:

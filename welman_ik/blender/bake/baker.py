@@ -19,7 +19,7 @@ from __future__ import annotations
 import bpy
 import numpy as np
 
-from ..rig import keyframes
+from ..rig import driven, keyframes
 from ..rig.channels import PoseSnapshot
 from .correct import close_loop
 from .edit import MotionEdit, surrounding_keys
@@ -30,10 +30,16 @@ from .log import BakeLog
 from .measure import BakeMeasure
 from .plan import BakePlan, check
 from .plants import ease_onto_plants
+from .retarget import GroupMiss, Retarget
+from .retarget import make as retarget_goals
+from .retarget import measure as retarget_measure
 from .sampling import ClipSampler, direct_sampling
 from .solve import FrameSolver
 
 SUFFIX = ".welman_bake"
+RETARGET_SUFFIX = ".welman_retarget"
+REST_ROTATION = {"rotation_quaternion": (1.0, 0.0, 0.0, 0.0), "rotation_euler": (0.0, 0.0, 0.0),
+                 "rotation_axis_angle": (0.0, 0.0, 1.0, 0.0)}
 
 
 class Baker:
@@ -49,9 +55,9 @@ class Baker:
     """
 
     def __init__(self, context, obj, frame_start: int, frame_end: int, step: int = 1, move_root: bool | None = None,
-                 edit: MotionEdit | None = None, direct: bool | None = None):
+                 edit: MotionEdit | None = None, direct: bool | None = None, retarget: Retarget | None = None):
         """``move_root``: True as ``root_motion = 'FREE'``, False as 'KEEP'; None: the setting."""
-        self.plan = BakePlan.make(context, obj, frame_start, frame_end, step, move_root, edit)
+        self.plan = BakePlan.make(context, obj, frame_start, frame_end, step, move_root, edit, retarget)
         self.pose_before = PoseSnapshot(obj)  # unkeyed edits included
         self.sampling = ClipSampler(self.plan, direct)
         self.solver = FrameSolver(self.plan)
@@ -111,6 +117,12 @@ class Baker:
                 obj.animation_data.action_extrapolation = "NOTHING"
             keyframes.assign_action(obj, baked)
         ease_onto_plants(self.plan, self.log, self.sampling, self.results)
+        if self.plan.retarget is not None:  # the rig's own mechanism (driven and hidden bones) is not keyed
+            names = {name for channels in self.results.values() for name in channels}
+            frozen = driven.frozen_bones(obj, names)
+            for channels in self.results.values():
+                for name in frozen & channels.keys():
+                    del channels[name]
         write_keys(obj, self.results)
         # Constraints, drivers or NLA: the model may not be the pose, so close the loop.
         direct = self.sampling.sampler.direct
@@ -158,6 +170,60 @@ def edit_motion(context, obj, edit: MotionEdit) -> Baker:
     return baker
 
 
+def retarget_motion(context, target, source, frames: list[int], scale: float, plants: bool = True,
+                    progress=None) -> tuple[Baker, object, list[GroupMiss]]:
+    """Bake the motion of ``source`` on ``frames`` onto ``target`` by its retarget map, scaled by
+    ``scale``, into a new action ``<target>.welman_retarget`` (assigned; every other action as
+    it was). Each frame starts from the last one's solution, the first from the rest pose.
+    Returns the bake, the action and each goal group's largest miss, evaluated. On any error
+    the target is left as it was (its action, its pose) and the new action removed.
+    ``progress``: called with the number of frames solved."""
+    retarget = retarget_goals(context, target, source, frames, scale, plants)
+    created = target.animation_data is None
+    ad = target.animation_data or target.animation_data_create()
+    before = ad.action
+    snapshot = PoseSnapshot(target)
+    action = bpy.data.actions.new(target.name + RETARGET_SUFFIX)
+    try:
+        keyframes.assign_action(target, action)
+        _key_rest(target, retarget, frames[0])
+        baker = Baker(context, target, frames[0], frames[-1], retarget=retarget)
+        while not baker.done:
+            baker.next()
+            if progress is not None:
+                progress(baker.index)
+        baker.finish(in_place=True)
+        misses = retarget_measure(retarget)
+    except Exception:
+        if created:
+            target.animation_data_clear()
+        elif before is not None:
+            keyframes.assign_action(target, before)
+        else:
+            ad.action = None
+        bpy.data.actions.remove(action)
+        snapshot.restore(target)
+        raise
+    return baker, action, misses
+
+
+def _key_rest(obj, retarget: Retarget, frame: int) -> None:
+    """The start of a retarget: the bones it moves at rest, keyed on ``frame`` (their rotations,
+    and the locations of the roots and the bones it translates)."""
+    translating = retarget.translating()
+    results = {}
+    for name in retarget.bones:
+        pb = obj.pose.bones[name]
+        path = keyframes.rotation_path(pb)
+        rotation = REST_ROTATION[path]
+        setattr(pb, path, rotation)
+        moves = pb.parent is None or name in translating
+        if moves:
+            pb.location = (0.0, 0.0, 0.0)
+        results[name] = (path, rotation, (0.0, 0.0, 0.0) if moves else None)
+    write_keys(obj, {frame: results})
+
+
 def pins_for_edit(context, obj, bone: str, frame: int) -> list[tuple]:
     """(pin, world target) of the pins an edit of ``bone`` on ``frame`` holds, as the edit
     itself will: for an interactive edit's preview. The pose is left as it was."""
@@ -169,4 +235,4 @@ def pins_for_edit(context, obj, bone: str, frame: int) -> list[tuple]:
         baker.abort()
 
 
-__all__ = ["SUFFIX", "Baker", "MotionEdit", "check", "direct_sampling", "edit_motion", "pins_for_edit", "pins_on"]
+__all__ = ["RETARGET_SUFFIX", "SUFFIX", "Baker", "MotionEdit", "check", "direct_sampling", "edit_motion", "pins_for_edit", "pins_on", "retarget_motion"]

@@ -20,10 +20,13 @@ from ..rig.model import RigError, chain_to_root
 from .edit import MotionEdit
 from .frames import pins_on
 from .report import frame_ranges
+from .retarget import Retarget
 
 
-def check(obj, frame_start: int, frame_end: int, step: int, edit: MotionEdit | None = None) -> None:
-    """Refuse what cannot be baked, with a message (nothing changed)."""
+def check(obj, frame_start: int, frame_end: int, step: int, edit: MotionEdit | None = None,
+          retarget: bool = False) -> None:
+    """Refuse what cannot be baked, with a message (nothing changed); ``retarget``: the goals
+    come from a source armature, not from the pins."""
     if obj is None or obj.type != "ARMATURE":
         raise RigError("The active object is not an armature")
     if frame_end < frame_start:
@@ -39,6 +42,8 @@ def check(obj, frame_start: int, frame_end: int, step: int, edit: MotionEdit | N
     if ad.action is not None and ad.action.library is not None:
         raise RigError(f"Action '{ad.action.name}' is linked from a library and cannot be baked into; "
                        "make it local first")
+    if retarget:
+        return
     check_pin_bones(obj, [p for p in obj.welman_ik.pins if p.enabled])
     for pin in obj.welman_ik.pins:
         if pin.enabled:
@@ -74,6 +79,15 @@ class BakePlan:
     shares: dict[int, float]  # frame -> the share of the corrections applied there (``range_weights``)
     frame_before: int  # the scene's frame when the bake began
     started: float  # perf_counter() when the bake began
+    retarget: Retarget | None = None  # a retarget's goals, in place of the pins'
+    translating: frozenset = frozenset()  # bones whose location channels are joints too
+
+    def index(self, frame: int) -> int:
+        """``frame``'s place in the range."""
+        return self._index[frame]
+
+    def __post_init__(self):
+        self._index = {f: i for i, f in enumerate(self.frames)}
 
     @property
     def settings(self):
@@ -94,8 +108,10 @@ class BakePlan:
 
     @classmethod
     def make(cls, context, obj, frame_start: int, frame_end: int, step: int = 1, move_root: bool | None = None,
-             edit: MotionEdit | None = None) -> BakePlan:
+             edit: MotionEdit | None = None, retarget: Retarget | None = None) -> BakePlan:
         """``move_root``: True as ``root_motion = 'FREE'``, False as 'KEEP'; None: the setting."""
+        if retarget is not None:
+            return cls.for_retarget(context, obj, retarget)
         check(obj, frame_start, frame_end, step, edit)
         started = time.perf_counter()
         settings = obj.welman_ik
@@ -133,6 +149,19 @@ class BakePlan:
         return cls(context, obj, edit, frames, by_frame, {p.as_pointer(): i for i, p in enumerate(settings.pins)},
                    names, chains, movable, root_motion, fixed, falloff, range_weights(frames, open_ends, falloff),
                    context.scene.frame_current, started)
+
+
+    @classmethod
+    def for_retarget(cls, context, obj, retarget: Retarget) -> BakePlan:
+        """The plan of a retarget: its frames and bones, none of the armature's pins, the hips
+        free to move (their path is a goal), nothing eased (the action is new)."""
+        frames = list(retarget.frames)
+        check(obj, frames[0], frames[-1], 1, retarget=True)
+        names = retarget.bones
+        chains = {pb.name for name in names for pb in chain_to_root(obj.pose.bones[name])}
+        return cls(context, obj, None, frames, {f: [] for f in frames}, {}, names, chains, retarget.movable(), "FREE",
+                   {}, max(obj.welman_ik.motion_falloff, 0), {f: 1.0 for f in frames}, context.scene.frame_current,
+                   time.perf_counter(), retarget, retarget.translating())
 
 
 def range_weights(frames: list[int], open_ends: tuple[bool, bool], falloff: int) -> dict[int, float]:

@@ -114,7 +114,7 @@ class ClipSampler:
         self.sampler.apply(frame)
         tree = self.tree
         if tree is None or not tree.model.refresh():
-            tree = Tree(RigModel(self.plan.obj, self.plan.names, self.plan.movable))
+            tree = Tree(RigModel(self.plan.obj, self.plan.names, self.plan.movable, self.plan.translating))
             self.trees.append(tree)
         model = tree.model
         return Sample(frame, tree, model.q0, model.skeleton.forward(model.q0), model.skeleton, model.ranges,

@@ -36,6 +36,14 @@ class Tree:
         frame = kin.frames[joint]
         return frame[:3, :3] @ local + frame[:3, 3]
 
+    def rest(self):
+        """The kinematics of the rest pose (every joint at 0), once."""
+        found = self._cache.get("rest")
+        if found is None:
+            skeleton = self.model.skeleton
+            found = self._cache["rest"] = skeleton.forward(np.zeros(skeleton.size))
+        return found
+
     def roots(self) -> list[str]:
         """``model.roots()``, once."""
         found = self._cache.get("roots")

@@ -61,3 +61,36 @@ def rest_ends(obj, world: bool = False) -> np.ndarray:
         matrix = np.array(obj.matrix_world, dtype=float)
         ends = ends @ matrix[:3, :3].T + matrix[:3, 3]
     return ends
+
+
+def rest_matrices(obj, bones) -> np.ndarray:
+    """(bones, 4, 4) the rest matrices of ``bones`` (names) in armature space, read in bulk."""
+    data = obj.data.bones
+    flat = np.empty(len(data) * 16, np.float32)
+    data.foreach_get("matrix_local", flat)  # flattened column by column
+    index = {name: i for i, name in enumerate(data.keys())}
+    return flat.reshape(-1, 4, 4).transpose(0, 2, 1)[[index[b] for b in bones]].astype(float)
+
+
+def pose_matrices(obj, bones, frames) -> tuple[np.ndarray, np.ndarray]:
+    """(frames, bones, 4, 4) the evaluated pose matrices of ``bones`` (names) in armature space
+    on each of ``frames``, and (frames, 4, 4) the object's world matrix there, read in bulk, a
+    scene frame change per frame (constraints, drivers and NLA as Blender evaluates them). The
+    scene's frame is put back."""
+    import bpy
+
+    index = {name: i for i, name in enumerate(obj.pose.bones.keys())}
+    pose = np.empty((len(frames), len(index) * 16), np.float32)
+    world = np.empty((len(frames), 4, 4))
+    scene = bpy.context.scene
+    current = scene.frame_current, scene.frame_subframe
+    try:
+        for i, frame in enumerate(frames):
+            scene.frame_set(frame)
+            evaluated = obj.evaluated_get(bpy.context.evaluated_depsgraph_get())
+            evaluated.pose.bones.foreach_get("matrix", pose[i])  # column by column
+            world[i] = np.array(evaluated.matrix_world, dtype=float)
+    finally:
+        scene.frame_set(current[0], subframe=current[1])
+    pose = pose.reshape(len(frames), -1, 4, 4).transpose(0, 1, 3, 2)[:, [index[b] for b in bones]]
+    return pose.astype(float), world

@@ -185,6 +185,18 @@ class WELMAN_IK_RetargetPair(bpy.types.PropertyGroup):
                           update=SHOWN, description="Importance against the other lines of the map (0: ignored)")
 
 
+class WELMAN_IK_GroupMiss(bpy.types.PropertyGroup):
+    """A retarget's goal group and its largest miss, measured on the evaluated pose against the
+    scaled source."""
+
+    group: StringProperty(name="Group", override=OVERRIDABLE, options=STILL,
+                          description="'plants', 'hips', 'hands', 'feet', 'head' or 'orientations'")
+    error: FloatProperty(name="Largest Miss", precision=6, override=OVERRIDABLE, options=STILL,
+                         description="[m], or [rad] for the orientations")
+    frame: IntProperty(name="Frame", override=OVERRIDABLE, options=STILL, description="Where it is largest")
+    bone: StringProperty(name="Bone", override=OVERRIDABLE, options=STILL, description="The bone that misses most")
+
+
 class WELMAN_IK_LastSolve(bpy.types.PropertyGroup):
     """Figures of the last solve, written by the add-on after every solve.
 
@@ -204,6 +216,9 @@ class WELMAN_IK_LastSolve(bpy.types.PropertyGroup):
         description="A bake whose goals were eased toward the animation (near an open range end): the largest pin "
                     "error against the eased goals the solver was asked for; Max Pin Error is each pin's distance "
                     "from its own location. Equal to Max Pin Error when nothing was eased")
+    groups: CollectionProperty(type=WELMAN_IK_GroupMiss, override=OVERRIDABLE_COLLECTION, options=STILL,
+                               name="Goal Groups", description="After a retarget: each goal group's largest miss "
+                               "on the evaluated pose, against the scaled source")
     eased_frames: IntProperty(name="Eased Frames", override=OVERRIDABLE, options=STILL,
                               description="How many frames of the last bake had a pin's goal eased toward the "
                                           "animation (0: every pin was asked for its own location)")
@@ -298,13 +313,17 @@ class WELMAN_IK_Settings(bpy.types.PropertyGroup):
         description="Which bone of the source armature each bone of this one follows when a clip is retargeted",
     )
     active_retarget_index: IntProperty(name="Active Retarget Line", default=0, override=OVERRIDABLE, options=STILL)
+    retarget_source: PointerProperty(
+        type=bpy.types.Object, name="Source", override=OVERRIDABLE, options=STILL, update=SHOWN,
+        description="The armature whose motion the panel's Retarget bakes onto this one",
+    )
     ranges_offered: BoolProperty(
         name="Ranges Offered", default=False, override=OVERRIDABLE, options=STILL,
         description="The panel has offered this rig's human joint ranges once (the offer is then dismissed)",
     )
 
 
-CLASSES = (WELMAN_IK_Pin, WELMAN_IK_Range, WELMAN_IK_Miss, WELMAN_IK_RetargetPair, WELMAN_IK_LastSolve,
+CLASSES = (WELMAN_IK_Pin, WELMAN_IK_Range, WELMAN_IK_Miss, WELMAN_IK_RetargetPair, WELMAN_IK_GroupMiss, WELMAN_IK_LastSolve,
            WELMAN_IK_Settings)
 
 

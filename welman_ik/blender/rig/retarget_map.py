@@ -52,6 +52,31 @@ def retarget_scale(target, source) -> float:
                        "give the scale instead") from error
 
 
+# A generated Rigify rig's limbs: the bone holding the IK/FK switch, the FK controls, and the IK
+# control an animator keys instead when the switch says IK (the limb's end; the rig's IK
+# chain bends the limb, its knee or elbow pointing as the rig's own setting has it).
+RIGIFY_LIMBS = (("upper_arm_parent", ("upper_arm_fk", "forearm_fk", "hand_fk"), {"hand_fk": "hand_ik"}),
+                ("thigh_parent", ("thigh_fk", "shin_fk", "foot_fk"), {"foot_fk": "foot_ik"}))
+
+
+def by_switches(target, pairs: list) -> list:
+    """``pairs`` for a generated Rigify rig's limbs as its IK/FK switches stand: on a limb in IK
+    (``IK_FK`` below 0.5), its IK end control follows in pose in place of the FK one, and the
+    FK controls above it are left alone."""
+    pose_bones = target.pose.bones
+    out = list(pairs)
+    for switch, fk, ik in RIGIFY_LIMBS:
+        for side in ("L", "R"):
+            holder = pose_bones.get(f"{switch}.{side}")
+            if holder is None or "IK_FK" not in holder or float(holder["IK_FK"]) >= 0.5:
+                continue
+            renamed = {f"{a}.{side}": f"{b}.{side}" for a, b in ik.items() if f"{b}.{side}" in pose_bones}
+            dropped = {f"{name}.{side}" for name in fk} - set(renamed)
+            out = [pair._replace(target_bone=renamed[pair.target_bone]) if pair.target_bone in renamed else pair
+                   for pair in out if pair.target_bone not in dropped]
+    return out
+
+
 def fill(target, source) -> list[str]:
     """Fill ``target``'s retarget map from both rigs' naming (what was there is replaced);
     returns the body parts found on one side only. RigError, and the map left as it was, when
@@ -59,6 +84,7 @@ def fill(target, source) -> list[str]:
     pairs, missing = anatomy.retarget_map(*bone_tree(target), *bone_tree(source))
     if not pairs:
         raise RigError("Nothing to map: " + "; ".join(missing) + ". Fill the map by hand (target bone, source bone)")
+    pairs = by_switches(target, pairs)
     settings = target.welman_ik
     lines = settings.retarget_map
     lines.clear()

@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..skeleton import Kinematics
-from .base import Goal
+from .base import Goal, KindBatch
 
 AXES = np.eye(3)
 
@@ -70,6 +70,18 @@ class OrientationGoal(Goal):
         moved = columns[1:] - columns[0][None]
         return (self.length * np.einsum("kij,kjn->kin", project, moved) / lengths[:, None, None]).reshape(self.rows, -1)
 
+    @classmethod
+    def stack(cls, goals: list[OrientationGoal], kin: Kinematics) -> tuple[np.ndarray, np.ndarray]:
+        return OrientationBatch(cls, goals).stack(kin)
+
+    @classmethod
+    def errors(cls, goals: list[OrientationGoal], kin: Kinematics) -> np.ndarray:
+        return OrientationBatch(cls, goals).errors(kin)
+
+    @classmethod
+    def batch(cls, goals: list[OrientationGoal]) -> OrientationBatch:
+        return OrientationBatch(cls, goals)
+
     def point_pairs(self, kin: Kinematics):
         """The frame's origin, where it is: no pull on it (CCD holds the axes through
         ``direction_pairs``), but a point for the solvers' sense of the goal's place."""
@@ -80,3 +92,46 @@ class OrientationGoal(Goal):
         _, vectors, lengths = self._axes(kin)
         return (np.repeat(self.joint, len(self.held)), vectors / lengths[:, None], self.target,
                 np.full(len(self.held), self.length))
+
+
+class OrientationBatch(KindBatch):
+    """Orientation goals evaluated together: every frame's origin and held axes' points read in
+    one call, their rows in the goals' order (each goal's held axes in turn)."""
+
+    def __init__(self, kind, goals: list[OrientationGoal]):
+        super().__init__(kind, goals)
+        counts = np.array([len(g.held) for g in goals], dtype=np.intp)
+        self.size = len(goals)
+        origins = np.concatenate([g.joint for g in goals])
+        self.owner = np.repeat(np.arange(len(goals)), counts)  # each held axis's goal
+        self.joints = np.concatenate([origins, origins[self.owner]])
+        self.local = np.vstack([np.zeros((len(goals), 3))] + [g.local[1:] for g in goals])
+        self.lengths = np.array([g.length for g in goals])[self.owner]
+        self.targets = np.vstack([g.target for g in goals])
+        self.starts = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.intp)
+
+    def _axes(self, kin: Kinematics) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        points = kin.points(self.joints, self.local)
+        vectors = points[self.size:] - points[:self.size][self.owner]
+        return points, vectors, np.linalg.norm(vectors, axis=1)
+
+    def _rows(self, vectors: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+        return self.lengths[:, None] * (self.targets - vectors / lengths[:, None])
+
+    def residuals(self, kin: Kinematics) -> np.ndarray:
+        _, vectors, lengths = self._axes(kin)
+        return self._rows(vectors, lengths).reshape(-1)
+
+    def errors(self, kin: Kinematics) -> np.ndarray:
+        _, vectors, lengths = self._axes(kin)
+        rows = self._rows(vectors, lengths)
+        return np.sqrt(np.add.reduceat(np.einsum("ij,ij->i", rows, rows), self.starts))
+
+    def stack(self, kin: Kinematics) -> tuple[np.ndarray, np.ndarray]:
+        points, vectors, lengths = self._axes(kin)
+        columns = kin.point_jacobian(self.joints, points)  # (goals + axes, 3, n)
+        units = vectors / lengths[:, None]
+        project = np.eye(3)[None] - units[:, :, None] * units[:, None, :]
+        moved = columns[self.size:] - columns[:self.size][self.owner]
+        jacobian = self.lengths[:, None, None] * np.einsum("kij,kjn->kin", project, moved) / lengths[:, None, None]
+        return self._rows(vectors, lengths).reshape(-1), jacobian.reshape(-1, kin.skeleton.size)

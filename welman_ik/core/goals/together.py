@@ -24,12 +24,18 @@ from .base import Goal
 
 class TogetherGoal(Goal):
     """Point ``local_a`` [m] in the frame of ``joint_a`` and point ``local_b`` [m] in the frame of
-    ``joint_b`` should coincide."""
+    ``joint_b`` should coincide; with ``offset`` [m], a should be that far from b in the world
+    (p_a - p_b = offset: a hand held where it is from its shoulder, say): the residual is
+    p_b - p_a + offset."""
 
     refused_by: dict[str, str] = {}
 
-    def __init__(self, joint_a: int, local_a, joint_b: int, local_b, weight: float = 1.0, priority: int = 0):
+    def __init__(self, joint_a: int, local_a, joint_b: int, local_b, weight: float = 1.0, priority: int = 0,
+                 offset=(0.0, 0.0, 0.0)):
         super().__init__(weight, priority)
+        self.offset = np.asarray(offset, dtype=float).reshape(3)
+        if not np.all(np.isfinite(self.offset)):
+            raise ValueError("together goal needs a finite offset")
         self.joints = np.array([int(joint_a), int(joint_b)])
         self.local = np.vstack([np.asarray(local_a, dtype=float).reshape(1, 3),
                                 np.asarray(local_b, dtype=float).reshape(1, 3)])
@@ -42,14 +48,14 @@ class TogetherGoal(Goal):
 
     @staticmethod
     def _gaps(goals: list[TogetherGoal], kin: Kinematics) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Joints (2k,), world points (2k, 3: a, b of each goal) and gaps p_b - p_a (k, 3)."""
+        """Joints (2k,), world points (2k, 3: a, b of each goal) and gaps p_b - p_a + offset (k, 3)."""
         joints = np.concatenate([g.joints for g in goals])
         points = kin.points(joints, np.vstack([g.local for g in goals]))
-        return joints, points, points[1::2] - points[0::2]
+        return joints, points, points[1::2] - points[0::2] + np.vstack([g.offset for g in goals])
 
     def residual(self, kin: Kinematics) -> np.ndarray:
         a, b = self.points(kin)
-        return b - a
+        return b - a + self.offset
 
     def jacobian(self, kin: Kinematics) -> np.ndarray:
         columns = kin.point_jacobian(self.joints, self.points(kin))  # (2, 3, n)
@@ -69,5 +75,6 @@ class TogetherGoal(Goal):
     def point_pairs(self, kin: Kinematics):
         """Both points toward their midpoint, each pair twice (see the module docstring)."""
         points = self.points(kin)
-        middle = np.broadcast_to(points.mean(axis=0), (4, 3)).copy()
-        return np.tile(self.joints, 2), np.vstack([points, points]), middle
+        middle = points.mean(axis=0)
+        targets = np.vstack([middle + self.offset / 2, middle - self.offset / 2])
+        return np.tile(self.joints, 2), np.vstack([points, points]), np.vstack([targets, targets])

@@ -1,0 +1,399 @@
+"""Retarget: the motion of a source armature baked onto the active one (the target) by goals,
+a step at the start of the bake's pipeline. ``Retarget`` samples the source once over the
+range (every mapped bone's evaluated pose, in bulk) and its feet's contacts, scales both
+onto the target, and gives each frame's goals to the bake (``goals``), in priority:
+
+0. the plants (the source's contacts, ``contacts.plants`` on its feet, at the target's
+   feet) and the hips' path;
+1. the hands', feet's and head's places and orientations, relative to the scaled hips, and
+   the hips' orientation;
+2. every other mapped bone's orientation;
+
+below them the bake's preferred pose (the last frame's) and joint ranges. ``measure``
+reads the written action back on the evaluated pose and gives each goal group's largest
+miss.
+
+Scaling: a source point x goes to the target's world as t + s (x - o), ``t`` and ``o`` the
+two objects' places and ``s`` the scale. The hips and feet keep the target's own offset from
+the scaled source in the rest pose (so the target's hips keep their height and its feet
+their stance and their floor); the hands and head follow the scaled source relative to the
+hips. An orientation follows the source bone's turn from its rest, applied to the target
+bone's rest.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ...core import OrientationGoal, PositionGoal, TogetherGoal
+from ...core.anatomy.retarget import retarget_roles
+from ..rig.body import pose_matrices, rest_ends, rest_matrices
+from ..rig.model import RigError
+from ..rig.retarget_map import bone_tree
+from . import contacts
+
+PLANTS, ENDS, REST = 0, 1, 2  # the goals' priorities
+GROUPS = ("plants", "hips", "hands", "feet", "head", "orientations")
+ANGLE_GROUPS = frozenset({"orientations"})
+
+
+def _unit(rotations: np.ndarray) -> np.ndarray:
+    """Rotation parts with their columns made unit length (scale taken out)."""
+    return rotations / np.linalg.norm(rotations, axis=-2, keepdims=True)
+
+
+def _group(source_role: str) -> str:
+    for word, group in (("hand", "hands"), ("foot", "feet"), ("head", "head")):
+        if source_role.startswith(word):
+            return group
+    return ""
+
+
+@dataclass
+class Line:
+    """One map line as the retarget uses it: the target bone, its source bone, what it follows
+    (``place``, ``turn``), its weight and its group ('hips', 'hands', 'feet', 'head', or ''
+    for an orientation alone)."""
+
+    target: str
+    source: str
+    place: bool
+    turn: bool
+    weight: float
+    group: str
+    base: str = ""  # a hand's: the target bone at whose head its limb starts (its place is kept from there)
+
+
+@dataclass
+class Plant:
+    """A source contact at a target foot: ``local`` in the frame of target bone ``bone``
+    held at world ``point`` over frames ``first``..``last`` (indices into the range)."""
+
+    bone: str
+    local: np.ndarray
+    point: np.ndarray
+    first: int
+    last: int
+
+
+@dataclass
+class Retarget:
+    """What a retarget holds over the range: the map's ``lines``, the ``frames``, and per frame
+    (index) each line's goal place (``places``: line -> (frames, 3)) and orientation
+    (``turns``: line -> (frames, 3, 3)), all in the target's world; the ``plants``."""
+
+    target: object
+    source: object
+    scale: float
+    frames: list[int]
+    lines: list[Line]
+    places: dict[int, np.ndarray] = field(default_factory=dict)
+    turns: dict[int, np.ndarray] = field(default_factory=dict)
+    plants: list[Plant] = field(default_factory=list)
+    rest: dict[str, np.ndarray] = field(default_factory=dict)  # target bone -> its rest world matrix (4, 4)
+    source_places: dict[int, np.ndarray] = field(default_factory=dict)  # line -> the source bone's head (frames, 3)
+    offsets: dict[int, np.ndarray] = field(default_factory=dict)  # a hand's line -> its place from its base (frames, 3)
+
+    @property
+    def bones(self) -> list[str]:
+        return sorted({line.target for line in self.lines} | {line.base for line in self.lines if line.base}
+                      | {p.bone for p in self.plants})
+
+    def hips(self) -> int | None:
+        return next((i for i, line in enumerate(self.lines) if line.group == "hips"), None)
+
+    def movable(self) -> list[str]:
+        """The bones the solve may move: every bone but the parentless ones the map leaves
+        alone (a generated Rigify rig's 'root' stays where it is)."""
+        mapped = {line.target for line in self.lines}
+        return [pb.name for pb in self.target.pose.bones if pb.parent is not None or pb.name in mapped]
+
+    def translating(self) -> frozenset[str]:
+        """The mapped bones that follow a place and can move by their location (not connected,
+        location free): a Rigify rig's torso and IK hands and feet."""
+        pose_bones = self.target.pose.bones
+        return frozenset(line.target for line in self.lines if line.place
+                         and pose_bones[line.target].parent is not None
+                         and not pose_bones[line.target].bone.use_connect
+                         and not all(pose_bones[line.target].lock_location))
+
+    def plants_on(self, index: int) -> tuple[int, ...]:
+        return tuple(k for k, p in enumerate(self.plants) if p.first <= index <= p.last)
+
+    def goals(self, tree, index: int) -> list:
+        """The goals of the range's ``index``-th frame on ``tree`` (``bake.tree.Tree``)."""
+        model = tree.model
+        out = []
+        for k in self.plants_on(index):
+            plant = self.plants[k]
+            joint = model.bones[plant.bone].frame_joint
+            out.append(PositionGoal(joint, self._local(tree, plant.bone, plant.local), plant.point, priority=PLANTS))
+        for i, line in enumerate(self.lines):
+            if line.weight <= 0.0:
+                continue
+            joint, local = tree.anchor(line.target, 0.0)
+            if line.place and line.base:
+                out.append(TogetherGoal(joint, local, *tree.anchor(line.base, 0.0), weight=line.weight,
+                                        priority=ENDS, offset=self.offsets[i][index]))
+            elif line.place:
+                priority = PLANTS if line.group == "hips" else ENDS
+                out.append(PositionGoal(joint, local, self.places[i][index], weight=line.weight, priority=priority))
+            if line.turn:
+                priority = ENDS if line.place else REST
+                out.append(OrientationGoal(model.bones[line.target].frame_joint, self._turn(tree, line.target, self.turns[i][index]),
+                                           length=self._length(tree, line.target), weight=line.weight,
+                                           priority=priority))
+        return out
+
+    def _rest_frame(self, tree, bone: str) -> np.ndarray:
+        """The world frame (4, 4) of ``bone``'s joint in the tree's rest pose (every joint at 0)."""
+        return tree.rest().frames[tree.model.bones[bone].frame_joint]
+
+    def _turn(self, tree, bone: str, world: np.ndarray) -> np.ndarray:
+        """The world rotation the joint frame of ``bone`` takes for the bone to have rotation
+        ``world``: the bone's rest rotation to its joint frame's, carried along."""
+        frame = _unit(self._rest_frame(tree, bone)[:3, :3])
+        rest = _unit(self.rest[bone][:3, :3])
+        return world @ rest.T @ frame
+
+    def _local(self, tree, bone: str, local: np.ndarray) -> np.ndarray:
+        """A point given in ``bone``'s rest world frame (``local``: offset from its head along
+        its unit axes), in the joint frame of the tree."""
+        frame = self._rest_frame(tree, bone)
+        rest = self.rest[bone]
+        world = rest[:3, 3] + _unit(rest[:3, :3]) @ local
+        return np.linalg.solve(frame[:3, :3], world - frame[:3, 3])
+
+    def _length(self, tree, bone: str) -> float:
+        return max(float(self.target.data.bones[bone].length * np.cbrt(abs(np.linalg.det(
+            np.array(self.target.matrix_world)[:3, :3])))), 1e-3)
+
+
+def make(context, target, source, frames: list[int], scale: float, plants: bool) -> Retarget:
+    """Sample ``source`` over ``frames``, scaled by ``scale`` onto ``target``, by ``target``'s map."""
+    settings = target.welman_ik
+    source_roles = retarget_roles(*bone_tree(source))[1]
+    lines = []
+    for item in settings.retarget_map:
+        kind = item.kind
+        lines.append(Line(item.target_bone, item.source_bone, kind in {"POSITION", "POSE"},
+                          kind in {"ORIENTATION", "POSE"}, float(item.weight), _group(source_roles.get(item.source_bone,
+                                                                                                       ""))))
+    placed = [i for i, line in enumerate(lines) if line.place and not line.group]
+    if placed:  # the body's root: the placed line nearest the source's root that is not an end
+        depth = {name: len(_ancestry(source, name)) for name in (lines[i].source for i in placed)}
+        lines[min(placed, key=lambda i: depth[lines[i].source])].group = "hips"
+    retarget = Retarget(target, source, scale, frames, lines)
+    anchors = _anchors(target, source, lines)
+    source_bones = sorted({line.source for line in lines} | {a for a, *_ in anchors.values() if a is not None})
+    column = {name: k for k, name in enumerate(source_bones)}
+    pose, world = pose_matrices(source, source_bones, frames)
+    posed = world[:, None] @ pose  # (frames, bones, 4, 4) in the world
+    rest_source = np.array(world[0]) @ rest_matrices(source, source_bones)
+    target_world = np.array(target.matrix_world, dtype=float)
+    target_rest = target_world @ rest_matrices(target, sorted({line.target for line in lines}))
+    retarget.rest = dict(zip(sorted({line.target for line in lines}), target_rest))
+    origin_s, origin_t = world[0][:3, 3], target_world[:3, 3]
+
+    def scaled(points):
+        return origin_t + scale * (points - origin_s)
+
+    turns = _unit(posed[..., :3, :3]) @ np.swapaxes(_unit(rest_source[:, :3, :3]), -1, -2)  # each bone's turn
+    hips = retarget.hips()
+    hips_path = None
+    if hips is not None:
+        k = column[lines[hips].source]
+        offset = retarget.rest[lines[hips].target][:3, 3] - scaled(rest_source[k, :3, 3])
+        hips_path = (scaled(posed[:, k, :3, 3]) + offset, posed[:, k, :3, 3])
+    for i, line in enumerate(lines):
+        k = column[line.source]
+        rest = retarget.rest[line.target]
+        retarget.turns[i] = turns[:, k] @ _unit(rest[:3, :3])
+        retarget.source_places[i] = posed[:, k, :3, 3]
+        if not line.place:
+            continue
+        if line.group in {"hips", "feet"} or hips_path is None:
+            offset = rest[:3, 3] - scaled(rest_source[k, :3, 3])
+            retarget.places[i] = scaled(posed[:, k, :3, 3]) + offset
+            continue
+        # Relative to the hips: from the place the limb starts at (the shoulder for a hand), as
+        # the target's trunk puts it when it bends as the source's, then as the source's scaled.
+        start, trunk, base = anchors.get(line.source, (None, scale, ""))
+        if start is None:
+            retarget.places[i] = hips_path[0] + trunk * (posed[:, k, :3, 3] - hips_path[1])
+            continue
+        shoulder = posed[:, column[start], :3, 3]
+        shoulder_goal = hips_path[0] + trunk * (shoulder - hips_path[1])
+        retarget.places[i] = shoulder_goal + scale * (posed[:, k, :3, 3] - shoulder)
+        # Held from the target's own shoulder, wherever its trunk puts it: the hand points and
+        # reaches from there as the source's does, scaled.
+        line.base = base
+        retarget.offsets[i] = scale * (posed[:, k, :3, 3] - shoulder)
+    if plants:
+        retarget.plants = _plants(context, retarget, lines, column, posed, rest_source, scaled)
+    return retarget
+
+
+def _anchors(target, source, lines: list[Line]) -> dict[str, tuple[str | None, float, str]]:
+    """Per placed end of the source (a hand, the head): the source bone its limb starts at (the
+    upper arm for a hand; None for the head) and how many times longer the target's trunk is
+    from the hips to there (to the head itself for the head), in the rest pose; and the target
+    bone the limb starts at ('' for the head)."""
+    hips = next((line for line in lines if line.group == "hips"), None)
+    if hips is None:
+        return {}
+    target_roles = retarget_roles(*bone_tree(target))[1]
+    source_roles = retarget_roles(*bone_tree(source))[1]
+    target_ends = {n: ends for n, ends in zip(target.data.bones.keys(), rest_ends(target, world=True))}
+    source_ends = {n: ends for n, ends in zip(source.data.bones.keys(), rest_ends(source, world=True))}
+
+    def first(roles: dict, role: str) -> str | None:
+        return next((n for n, r in roles.items() if r == role), None)
+
+    out = {}
+    for line in lines:
+        if not line.place or line.group not in {"hands", "head"}:
+            continue
+        role = source_roles.get(line.source, "")
+        start_s = start_t = None
+        if line.group == "hands":
+            side = role.rpartition(".")[2]
+            start_s, start_t = first(source_roles, f"upper_arm.{side}"), first(target_roles, f"upper_arm.{side}")
+        if line.group == "hands" and (start_s is None or start_t is None):
+            continue
+        reach_s = source_ends[start_s or line.source][0] - source_ends[hips.source][0]
+        reach_t = target_ends[start_t or line.target][0] - target_ends[hips.target][0]
+        trunk = float(np.linalg.norm(reach_t) / max(np.linalg.norm(reach_s), 1e-9))
+        out[line.source] = (start_s, trunk, start_t or "")
+    return out
+
+
+def _ancestry(obj, name: str) -> list[str]:
+    bone = obj.data.bones[name]
+    out = []
+    while bone is not None:
+        out.append(bone.name)
+        bone = bone.parent
+    return out
+
+
+def _plants(context, retarget: Retarget, lines: list[Line], column: dict, posed: np.ndarray,
+            rest_source: np.ndarray, scaled) -> list[Plant]:
+    """The source's foot contacts (``contacts.plants`` under the target's contact settings, on
+    each mapped foot's head and tail), each a plant of the target foot that follows it: the
+    point of the target foot where the source's heel or toe is in the rest pose, scaled."""
+    source, settings = retarget.source, retarget.target.welman_ik
+    feet = [line for line in lines if line.group == "feet" and line.place]
+    if not feet:
+        return []
+    names = [b.name for b in source.data.bones]
+    parents = {b.name: (b.parent.name if b.parent else None) for b in source.data.bones}
+    roles = retarget_roles(names, parents)[1]
+    scene = context.scene
+    fps = scene.render.fps / scene.render.fps_base
+    out = []
+    for line in feet:
+        k = column[line.source]
+        leg = contacts.leg_of(source, line.source, roles)
+        length = source.data.bones[line.source].length
+        heel = posed[:, k, :3, 3]
+        toe = heel + _unit(posed[:, k, :3, :3])[..., 1] * length * np.cbrt(
+            abs(np.linalg.det(posed[:, k, :3, :3])))[:, None]
+        paths = {(line.source, contacts.HEEL): heel, (line.source, contacts.TOE): toe}
+        points = [contacts.Point(line.source, contacts.HEEL, leg), contacts.Point(line.source, contacts.TOE, leg)]
+        if leg is not None:
+            leg_bones = list(leg)
+            leg_pose = pose_matrices(source, leg_bones, retarget.frames)
+            for j, name in enumerate(leg_bones):
+                paths[(name, 0.0)] = (leg_pose[1][:, None] @ leg_pose[0])[:, j, :3, 3]
+        found = contacts.plants(settings, points, paths, fps)
+        rest = retarget.rest[line.target]
+        source_heel = rest_source[k, :3, 3]
+        source_toe = source_heel + _unit(rest_source[k, :3, :3])[:, 1] * length * np.cbrt(
+            abs(np.linalg.det(rest_source[k, :3, :3])))
+        heel_offset = rest[:3, 3] - scaled(source_heel)
+        for point, held in found.items():
+            at_rest = source_heel if point.anchor == contacts.HEEL else source_toe
+            # The target's point under the source's: the scaled source point moved by the heel's
+            # rest offset, in the target foot's rest frame.
+            local = _unit(rest[:3, :3]).T @ (scaled(at_rest) + heel_offset - rest[:3, 3])
+            for plant in held:
+                out.append(Plant(line.target, local, scaled(plant.point) + heel_offset, plant.first, plant.last))
+    return out
+
+
+@dataclass
+class GroupMiss:
+    """A goal group's largest miss over the range: [m], or [rad] for 'orientations'; the
+    frame and bone where it is."""
+
+    group: str
+    error: float
+    frame: int
+    bone: str
+
+
+def measure(retarget: Retarget) -> list[GroupMiss]:
+    """Each goal group's largest miss on the pose Blender evaluates from the written action:
+    the plants' points from their held places, the hips', hands', feet's and head's heads
+    from their goal places, every turned bone's orientation from its goal (radians)."""
+    target, frames = retarget.target, retarget.frames
+    bones = retarget.bones
+    column = {name: k for k, name in enumerate(bones)}
+    pose, world = pose_matrices(target, bones, frames)
+    posed = world[:, None] @ pose
+    worst: dict[str, GroupMiss] = {}
+
+    def note(group: str, errors: np.ndarray, frame_indices, bone: str) -> None:
+        if not errors.size:
+            return
+        j = int(np.argmax(errors))
+        if group not in worst or errors[j] > worst[group].error:
+            worst[group] = GroupMiss(group, float(errors[j]), frames[int(frame_indices[j])], bone)
+
+    for plant in retarget.plants:
+        at = np.arange(plant.first, plant.last + 1)
+        m = posed[at, column[plant.bone]]
+        points = m[:, :3, 3] + _unit(m[:, :3, :3]) @ plant.local
+        note("plants", np.linalg.norm(points - plant.point, axis=1), at, plant.bone)
+    every = np.arange(len(frames))
+    for i, line in enumerate(retarget.lines):
+        if line.weight <= 0.0:
+            continue
+        m = posed[:, column[line.target]]
+        if line.place and line.base:  # from its base, as it was asked for
+            offset = m[:, :3, 3] - posed[:, column[line.base], :3, 3]
+            note(line.group, np.linalg.norm(offset - retarget.offsets[i], axis=1), every, line.target)
+        elif line.place:
+            note(line.group or "hips", np.linalg.norm(m[:, :3, 3] - retarget.places[i], axis=1), every, line.target)
+        if line.turn:
+            relative = np.swapaxes(retarget.turns[i], -1, -2) @ _unit(m[:, :3, :3])
+            cos = np.clip((np.trace(relative, axis1=-2, axis2=-1) - 1.0) / 2.0, -1.0, 1.0)
+            note("orientations", np.arccos(cos), every, line.target)
+    return [worst[g] for g in GROUPS if g in worst]
+
+
+def describe(scene, misses: list[GroupMiss], length_text) -> str:
+    """'plants 0.2 mm, hips 0 m, hands 3.1 cm (hand.L, frame 40), ...' in the scene's units."""
+    parts = []
+    for miss in misses:
+        value = f"{math.degrees(miss.error):.1f}\u00b0" if miss.group in ANGLE_GROUPS else length_text(scene,
+                                                                                                      miss.error)
+        parts.append(f"{miss.group} {value} ({miss.bone}, frame {miss.frame})")
+    return ", ".join(parts)
+
+
+def check_lines(target, source) -> None:
+    """Refuse a map naming bones either rig does not have, or an empty map."""
+    lines = target.welman_ik.retarget_map
+    if not len(lines):
+        raise RigError(f"The retarget map of '{target.name}' is empty: fill it from the source's names first")
+    for line in lines:
+        if line.target_bone not in target.pose.bones:
+            raise RigError(f"The retarget map names bone '{line.target_bone}', which '{target.name}' does not have")
+        if line.source_bone not in source.pose.bones:
+            raise RigError(f"The retarget map names bone '{line.source_bone}', which the source '{source.name}' "
+                           "does not have")
