@@ -60,9 +60,16 @@ def test_fill_onto_a_generated_rigify_rig():
     assert bpy.ops.welman_ik.retarget_map_fill(source=source) == {"FINISHED"}
     by_target = {t: (s, kind) for t, s, kind, _ in _map(target)}
     assert by_target["torso"] == ("Hips", "POSE")
+    # The rig's switches say IK: its IK hands and feet follow, its FK limbs are left alone.
+    assert by_target["hand_ik.R"] == ("RightWrist", "POSE") and by_target["foot_ik.L"] == ("LeftAnkle", "POSE")
+    assert not {"upper_arm_fk.L", "hand_fk.R", "thigh_fk.L"} & by_target.keys()
+    # With the left arm switched to FK, its FK controls follow instead.
+    target.pose.bones["upper_arm_parent.L"]["IK_FK"] = 1.0
+    assert bpy.ops.welman_ik.retarget_map_fill(source=source) == {"FINISHED"}
+    by_target = {t: (s, kind) for t, s, kind, _ in _map(target)}
     assert by_target["upper_arm_fk.L"] == ("LeftShoulder", "ORIENTATION")  # this clip's Shoulder is the upper arm
-    assert by_target["hand_fk.R"] == ("RightWrist", "POSE")
-    assert by_target["thigh_fk.L"][0] == "LeftHip"
+    assert by_target["hand_fk.L"] == ("LeftWrist", "POSE") and "hand_ik.L" not in by_target
+    assert by_target["hand_ik.R"] == ("RightWrist", "POSE")
 
 
 def test_what_could_not_be_mapped_is_left_out():
