@@ -47,7 +47,8 @@ def _same(a: dict, b: dict) -> bool:
 
 
 def _retarget(target, source, **options) -> set:
-    return bpy.ops.welman_ik.retarget(source=source.name, frame_start=FRAMES[0], frame_end=FRAMES[1], **options)
+    options = {"frame_start": FRAMES[0], "frame_end": FRAMES[1], **options}
+    return bpy.ops.welman_ik.retarget(source=source.name, **options)
 
 
 def _groups(target) -> dict:
@@ -189,3 +190,21 @@ def test_a_nan_scale_is_refused():
     with pytest.raises(RuntimeError, match="finite"):
         bpy.ops.welman_ik.retarget(source=source.name, scale=math.nan)
     assert target.animation_data is None or target.animation_data.action is None
+
+
+def test_joint_ranges_hold_through_a_retarget():
+    """The metarig's natural joint ranges set: no bone leaves its range by more than half a
+    degree on any frame of the evaluated, retargeted action."""
+    from test_joint_ranges import excess_degrees
+
+    source, target = _source_and(lambda: scenes.basic_human(pins=()))
+    assert bpy.ops.welman_ik.joint_ranges(preset="AUTO", every_bone=True) == {"FINISHED"}
+    ranged = [pb.name for pb in target.pose.bones if pb.welman_ik_range.use]
+    assert len(ranged) > 15
+    assert _retarget(target, source, frame_end=20) == {"FINISHED"}
+    worst = 0.0
+    for frame in range(FRAMES[0], 21):
+        bpy.context.scene.frame_set(frame)
+        worst = max(worst, max(excess_degrees(target, ranged).values()))
+    assert worst <= 0.5, worst
+    assert _groups(target)["plants"] <= 1e-3

@@ -1,5 +1,6 @@
 """``python -m welman_ik.cleanup INPUT... --out DIR [--workers N] [--scheduler ADDRESS]
-[--feet NAME,NAME]``: exit status 0 when every clip was cleaned, 2 otherwise."""
+[--feet NAME,NAME] [--onto RIG.blend[:OBJECT] [--format blend|fbx]]``: exit status 0 when
+every clip was cleaned (or retargeted), 2 otherwise."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import sys
 from collections.abc import Sequence
 
 from .launch import ENVIRONMENT, NoBlender
-from .runner import run
+from .runner import parse_onto, run
 
 FAILED = 2
 
@@ -32,6 +33,11 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--blender", metavar="PATH",
                    help=f"a Blender executable to run each clip with (default: this Python's bpy; also {ENVIRONMENT})")
     p.add_argument("--timeout", type=float, metavar="S", help="seconds one clip may take before it is stopped")
+    p.add_argument("--onto", metavar="RIG.blend[:OBJECT]",
+                   help="retarget each clip onto a copy of this rig (its only armature, or OBJECT) instead of "
+                        "cleaning it in place: DIR/<clip>.blend, with the per-group misses in the report")
+    p.add_argument("--format", choices=("blend", "fbx"), default="blend",
+                   help="with --onto: write each retargeted clip as a .blend (default) or an FBX of the rig")
     p.add_argument("--quiet", action="store_true", help="no progress bar and no summary")
     return p
 
@@ -47,9 +53,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     for name, value in (("--scale", args.scale), ("--timeout", args.timeout)):
         if value is not None and not (value > 0.0 and value < float("inf")):
             p.error(f"{name} must be a positive number")
+    onto = None
+    if args.onto:
+        try:
+            onto = parse_onto(args.onto, args.format)
+        except (OSError, ValueError) as error:
+            p.error(f"--onto: {error}")
     try:
         entries = run(args.inputs, args.out, workers=args.workers, scheduler=args.scheduler, feet=feet,
-                      scale=args.scale, blender=args.blender, timeout=args.timeout, progress=not args.quiet)
+                      scale=args.scale, blender=args.blender, timeout=args.timeout, progress=not args.quiet,
+                      onto=onto)
     except (NoBlender, RuntimeError, OSError) as error:
         print(f"welman_ik.cleanup: {error}", file=sys.stderr)
         return FAILED

@@ -64,18 +64,39 @@ def worker_name() -> str:
         return "local"
 
 
+def output_name(name: str, onto: Onto | None) -> str:
+    """The written clip's name: the clip's own, or with ``--onto`` its stem and the format's suffix."""
+    return name if onto is None else f"{Path(name).stem}.{onto.format}"
+
+
+class Onto:
+    """A rig to retarget every clip onto (``--onto RIG.blend[:OBJECT]``): the .blend file's name and
+    bytes (sent with each task, as the clip's are), the armature's name ('' for the only one) and
+    the written format ('blend' or 'fbx')."""
+
+    def __init__(self, name: str, data: bytes, obj: str = "", format: str = "blend"):
+        self.name, self.data, self.obj, self.format = name, data, obj, format
+
+
 def clean_clip(name: str, data: bytes, feet: list[str] | None = None, scale: float | None = None,
-               blender: str | None = None, timeout: float | None = None) -> tuple[dict, bytes | None]:
-    """Clean the clip ``name`` whose content is ``data`` in a new process; returns its report
-    entry and the cleaned file's bytes (None when it failed). Never raises for the clip's
-    own faults: they are the entry's ``status``."""
+               blender: str | None = None, timeout: float | None = None,
+               onto: Onto | None = None) -> tuple[dict, bytes | None]:
+    """Clean the clip ``name`` whose content is ``data`` in a new process (``onto``: retarget it
+    onto that rig instead); returns its report entry and the written file's bytes (None when
+    it failed). Never raises for the clip's own faults: they are the entry's ``status``."""
     with tempfile.TemporaryDirectory(prefix="welman_ik_cleanup_") as folder:
         folder = Path(folder)
         (folder / "in").mkdir()
         (folder / "out").mkdir()
-        source, output, report = folder / "in" / name, folder / "out" / name, folder / "entry.json"
+        source, report = folder / "in" / name, folder / "entry.json"
+        output = folder / "out" / output_name(name, onto)
         source.write_bytes(data)
         command = [*launcher(blender), str(source), str(output), "--entry", str(report)]
+        if onto is not None:
+            (folder / "rig").mkdir()
+            rig = folder / "rig" / onto.name
+            rig.write_bytes(onto.data)
+            command += ["--onto", str(rig), "--object", onto.obj]
         if feet:
             command += ["--feet", ",".join(feet)]
         if scale:

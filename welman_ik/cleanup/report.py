@@ -46,13 +46,14 @@ def write_report(folder: Path, entries: Sequence[dict]) -> Path:
     return path
 
 
-def summary(entries: Sequence[dict], seconds: float, workers: str) -> str:
-    """Lines for the terminal: one per failed clip, then the totals."""
+def summary(entries: Sequence[dict], seconds: float, workers: str, done: str = "cleaned") -> str:
+    """Lines for the terminal: one per failed clip, then the totals (``done``: what was done to
+    each clip, 'cleaned' or 'retargeted')."""
     bad = [e for e in entries if e["status"] != "ok"]
     lines = [f"  {e['file']}: {e['status']}" for e in bad]
     ok = [e for e in entries if e["status"] == "ok"]
     worst = max((e["slide_after_mm"] for e in ok if e.get("slide_after_mm") is not None), default=None)
     rate = f"{60.0 * len(entries) / seconds:.1f} clips per minute, " if ok and seconds > 0 else ""
-    lines.append(f"{len(ok)} of {len(entries)} clips cleaned, {len(bad)} failed, in {seconds:.1f} s ({rate}{workers})"
+    lines.append(f"{len(ok)} of {len(entries)} clips {done}, {len(bad)} failed, in {seconds:.1f} s ({rate}{workers})"
                  + (f"; largest foot slide left {worst:.2f} mm" if worst is not None else ""))
     return "\n".join(lines)

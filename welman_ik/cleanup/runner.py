@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
-from .launch import clean_clip, launcher
+from .launch import Onto, clean_clip, launcher, output_name
 from .report import failed, summary, write_atomic, write_report
 
 FORMATS = (".bvh", ".fbx")
@@ -22,10 +22,11 @@ class Clip:
     def __init__(self, path: Path, problem: str = ""):
         self.path = path
         self.name = path.name
+        self.output = path.name  # the written file's name
         self.problem = problem
 
 
-def gather(inputs: Iterable[str | os.PathLike]) -> list[Clip]:
+def gather(inputs: Iterable[str | os.PathLike], onto: Onto | None = None) -> list[Clip]:
     """The clips of ``inputs``: each file as given, each folder's BVH and FBX files (sorted,
     hidden ones left out). A missing path or a second clip of the same name is a clip with
     its problem stated, so that the report lists it."""
@@ -41,12 +42,13 @@ def gather(inputs: Iterable[str | os.PathLike]) -> list[Clip]:
             clips.append(Clip(path, "no such file or folder"))
     seen: dict[str, Path] = {}
     for clip in clips:
+        clip.output = output_name(clip.name, onto)
         if clip.problem:
             continue
-        if clip.name in seen:
-            clip.problem = f"another clip has the same name ({seen[clip.name]}); its output would be overwritten"
+        if clip.output in seen:
+            clip.problem = f"another clip has the same name ({seen[clip.output]}); its output would be overwritten"
         else:
-            seen[clip.name] = clip.path
+            seen[clip.output] = clip.path
     return clips
 
 
@@ -59,9 +61,27 @@ def progress_bar(total: int):
     return tqdm(total=total, unit="clip", desc="Cleaning", disable=None, file=sys.stderr)
 
 
+def parse_onto(value: str, format: str = "blend") -> Onto:
+    """``RIG.blend[:OBJECT]`` read into an ``Onto`` (the file's bytes); OSError or ValueError
+    saying why it cannot be."""
+    path, obj = value, ""
+    head, sep, tail = value.rpartition(":")
+    if sep and head.lower().endswith(".blend"):
+        path, obj = head, tail
+    if not path.lower().endswith(".blend"):
+        raise ValueError(f"--onto takes a .blend file (and :OBJECT), got {value!r}")
+    if format not in ("blend", "fbx"):
+        raise ValueError(f"--format with --onto is blend or fbx, got {format!r}")
+    data = Path(path).read_bytes()
+    if not data.startswith((b"BLENDER", b"\x1f\x8b", b"\x28\xb5\x2f\xfd")):
+        raise ValueError(f"{path} is not a .blend file")
+    return Onto(Path(path).name, data, obj, format)
+
+
 def run(inputs: Sequence[str | os.PathLike], out: str | os.PathLike, workers: int | None = None,
         scheduler: str | None = None, feet: Sequence[str] | None = None, scale: float | None = None,
-        blender: str | None = None, timeout: float | None = None, progress: bool = True) -> list[dict]:
+        blender: str | None = None, timeout: float | None = None, progress: bool = True,
+        onto: Onto | None = None) -> list[dict]:
     """Clean every clip of ``inputs`` into the folder ``out``; returns the report's entries
     (also written to ``out/report.json``), in the order of the inputs.
 
@@ -69,16 +89,17 @@ def run(inputs: Sequence[str | os.PathLike], out: str | os.PathLike, workers: in
     address of a running Dask distributed scheduler, whose workers take one clip per task
     instead. ``feet``: the two foot bones' names, else found by their naming; ``scale``:
     metres per BVH unit, else guessed; ``blender``: a Blender executable to run the jobs
-    (else this Python's bpy); ``timeout``: seconds a clip may take.
+    (else this Python's bpy); ``timeout``: seconds a clip may take; ``onto``: retarget each
+    clip onto that rig instead (``parse_onto``), written as ``<clip>.blend`` or ``.fbx``.
     """
     started = time.perf_counter()
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    clips = gather(inputs)
+    clips = gather(inputs, onto)
     entries: list[dict | None] = [None] * len(clips)
     pending: list[tuple[int, Clip, bytes]] = []
     for i, clip in enumerate(clips):
-        if not clip.problem and (out / clip.name).resolve() == clip.path.resolve():
+        if not clip.problem and (out / clip.output).resolve() == clip.path.resolve():
             clip.problem = "its output would overwrite the clip itself: choose another --out folder"
         if clip.problem:
             entries[i] = failed(clip.name, clip.problem)
@@ -93,7 +114,7 @@ def run(inputs: Sequence[str | os.PathLike], out: str | os.PathLike, workers: in
     def finished(i: int, result: dict, data: bytes | None) -> None:
         if data is not None:
             try:
-                write_atomic(out / clips[i].name, data)
+                write_atomic(out / clips[i].output, data)
             except OSError as error:
                 result = dict(result, status=f"could not write the cleaned file: {error.strerror or error}")
         entries[i] = result
@@ -112,12 +133,12 @@ def run(inputs: Sequence[str | os.PathLike], out: str | os.PathLike, workers: in
     if pending:
         if scheduler:
             how = f"Dask scheduler {scheduler}"
-            _on_dask(scheduler, pending, finished, feet, scale, blender, timeout)
+            _on_dask(scheduler, pending, finished, feet, scale, blender, timeout, onto)
         else:
             count = max(1, workers or os.cpu_count() or 1)
             how = f"{count} local worker{'s' if count > 1 else ''}"
             launcher(blender)  # no bpy and no Blender: say so once, before any clip
-            _local(count, pending, finished, feet, scale, blender, timeout)
+            _local(count, pending, finished, feet, scale, blender, timeout, onto)
     else:
         how = "no clip to run" if clips else "no BVH or FBX file in the inputs"
     if bar is not None:
@@ -127,17 +148,18 @@ def run(inputs: Sequence[str | os.PathLike], out: str | os.PathLike, workers: in
              zip(entries, clips)]
     write_report(out, final)
     if progress:
-        print(summary(final, time.perf_counter() - started, how), file=sys.stderr, flush=True)
+        print(summary(final, time.perf_counter() - started, how, "retargeted" if onto else "cleaned"),
+              file=sys.stderr, flush=True)
     return final
 
 
 Finished = Callable[[int, dict, "bytes | None"], None]
 
 
-def _local(count: int, pending, finished: Finished, feet, scale, blender, timeout) -> None:
+def _local(count: int, pending, finished: Finished, feet, scale, blender, timeout, onto=None) -> None:
     """Each clip in its own process, ``count`` at once (threads wait on the processes)."""
     with ThreadPoolExecutor(max_workers=count, thread_name_prefix="welman-ik-clip") as pool:
-        futures = {pool.submit(clean_clip, clip.name, data, feet, scale, blender, timeout): (i, clip)
+        futures = {pool.submit(clean_clip, clip.name, data, feet, scale, blender, timeout, onto): (i, clip)
                    for i, clip, data in pending}
         for future in as_completed(futures):
             i, clip = futures[future]
@@ -148,7 +170,7 @@ def _local(count: int, pending, finished: Finished, feet, scale, blender, timeou
             finished(i, result, data)
 
 
-def _on_dask(address: str, pending, finished: Finished, feet, scale, blender, timeout) -> None:
+def _on_dask(address: str, pending, finished: Finished, feet, scale, blender, timeout, onto=None) -> None:
     """Each clip one task on the Dask cluster at ``address``; its bytes go with the task and
     the cleaned file's come back, so the workers need no shared folder."""
     try:
@@ -157,7 +179,7 @@ def _on_dask(address: str, pending, finished: Finished, feet, scale, blender, ti
     except ImportError as error:
         raise RuntimeError("--scheduler needs Dask distributed: pip install 'dask[distributed]'") from error
     with Client(address, timeout="30s") as client:
-        futures = {client.submit(clean_clip, clip.name, data, feet, scale, blender, timeout, pure=False,
+        futures = {client.submit(clean_clip, clip.name, data, feet, scale, blender, timeout, onto, pure=False,
                                  key=f"welman-ik-clean-{i}-{clip.name}"): (i, clip)
                    for i, clip, data in pending}
         for future in dask_completed(futures):

@@ -21,7 +21,7 @@ import numpy as np
 
 from ..rig import driven, keyframes
 from ..rig.channels import PoseSnapshot
-from .correct import close_loop
+from .correct import close_loop, close_retarget_loop
 from .edit import MotionEdit, surrounding_keys
 from .frames import pins_on
 from .goals import frame_goals, pin_targets
@@ -126,6 +126,8 @@ class Baker:
         write_keys(obj, self.results)
         # Constraints, drivers or NLA: the model may not be the pose, so close the loop.
         direct = self.sampling.sampler.direct
+        if self.plan.retarget is not None and not direct:
+            close_retarget_loop(self.plan, self.sampling, self.results)
         self.measure.verify(None if direct else close_loop(self.plan, self.log, self.sampling, self.measure,
                                                            self.results))
         collect(self.sampling.trees, self._results)  # (the trees the last steps built let go)

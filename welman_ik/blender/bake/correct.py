@@ -10,6 +10,7 @@ from ...core import SOLVERS, PositionGoal, Problem
 from ..pins.setup import preferred_pose
 from ..rig.evaluated import Measured
 from .keys import write_keys
+from .retarget import missed_frames
 
 CORRECTION_PASSES = 4  # re-solves of the frames the evaluated pose misses (constrained rigs)
 
@@ -41,3 +42,27 @@ def close_loop(plan, log, sampling, measure, results: dict) -> dict[int, Measure
                 results[frame] = model.channels(result.q)
         write_keys(plan.obj, results)
     return measure.frames()
+
+
+def close_retarget_loop(plan, sampling, results: dict, passes: int = CORRECTION_PASSES) -> None:
+    """A retarget's own loop: the frames whose evaluated pose misses a plant, the hips or a placed
+    end solved again from the baked pose with the tree built there, and written again, at most
+    ``passes`` times while frames miss more than on the pass before."""
+    s, retarget = plan.settings, plan.retarget
+    frames = missed_frames(retarget, s.tolerance)
+    for _ in range(passes):
+        if not frames:
+            return
+        for frame in frames:
+            sample = sampling.at(frame)
+            model = sample.tree.model
+            problem = Problem(sample.skeleton, retarget.goals(sample.tree, retarget.index(frame)), tolerance=s.tolerance,
+                              max_iterations=s.max_iterations, damping=s.damping,
+                              reference=preferred_pose(s.reference, sample.q0), reference_weight=s.reference_weight,
+                              ranges=sample.ranges)
+            result = SOLVERS[s.solver](problem, sample.q0)
+            if np.all(np.isfinite(result.q)):
+                results[frame] = {name: value for name, value in model.channels(result.q).items()
+                                  if name in results[frame]}
+        write_keys(plan.obj, results)
+        frames = missed_frames(retarget, s.tolerance, frames)

@@ -120,6 +120,10 @@ class Retarget:
                          and not pose_bones[line.target].bone.use_connect
                          and not all(pose_bones[line.target].lock_location))
 
+    def index(self, frame: int) -> int:
+        """``frame``'s place in the range."""
+        return frame - self.frames[0]
+
     def plants_on(self, index: int) -> tuple[int, ...]:
         return tuple(k for k, p in enumerate(self.plants) if p.first <= index <= p.last)
 
@@ -336,44 +340,63 @@ class GroupMiss:
     bone: str
 
 
-def measure(retarget: Retarget) -> list[GroupMiss]:
-    """Each goal group's largest miss on the pose Blender evaluates from the written action:
-    the plants' points from their held places, the hips', hands', feet's and head's heads
-    from their goal places, every turned bone's orientation from its goal (radians)."""
-    target, frames = retarget.target, retarget.frames
+def errors(retarget: Retarget, frames: list[int] | None = None) -> list[tuple[str, str, np.ndarray]]:
+    """(group, bone, errors (frames,)) of every goal on the pose Blender evaluates from the
+    written action on ``frames`` (None: the whole range): the plants' points from their held
+    places (0 off their frames), the hips', hands', feet's and head's heads from their goal
+    places [m], every turned bone's orientation from its goal [rad]."""
+    target, every = retarget.target, retarget.frames
+    frames = every if frames is None else frames
+    at = np.array([retarget.index(f) for f in frames], dtype=np.intp)
     bones = retarget.bones
     column = {name: k for k, name in enumerate(bones)}
     pose, world = pose_matrices(target, bones, frames)
     posed = world[:, None] @ pose
-    worst: dict[str, GroupMiss] = {}
-
-    def note(group: str, errors: np.ndarray, frame_indices, bone: str) -> None:
-        if not errors.size:
-            return
-        j = int(np.argmax(errors))
-        if group not in worst or errors[j] > worst[group].error:
-            worst[group] = GroupMiss(group, float(errors[j]), frames[int(frame_indices[j])], bone)
-
+    out = []
     for plant in retarget.plants:
-        at = np.arange(plant.first, plant.last + 1)
-        m = posed[at, column[plant.bone]]
+        held = (at >= plant.first) & (at <= plant.last)
+        m = posed[:, column[plant.bone]]
         points = m[:, :3, 3] + _unit(m[:, :3, :3]) @ plant.local
-        note("plants", np.linalg.norm(points - plant.point, axis=1), at, plant.bone)
-    every = np.arange(len(frames))
+        out.append(("plants", plant.bone, np.where(held, np.linalg.norm(points - plant.point, axis=1), 0.0)))
     for i, line in enumerate(retarget.lines):
         if line.weight <= 0.0:
             continue
         m = posed[:, column[line.target]]
         if line.place and line.base:  # from its base, as it was asked for
             offset = m[:, :3, 3] - posed[:, column[line.base], :3, 3]
-            note(line.group, np.linalg.norm(offset - retarget.offsets[i], axis=1), every, line.target)
+            out.append((line.group, line.target, np.linalg.norm(offset - retarget.offsets[i][at], axis=1)))
         elif line.place:
-            note(line.group or "hips", np.linalg.norm(m[:, :3, 3] - retarget.places[i], axis=1), every, line.target)
+            out.append((line.group or "hips", line.target,
+                        np.linalg.norm(m[:, :3, 3] - retarget.places[i][at], axis=1)))
         if line.turn:
-            relative = np.swapaxes(retarget.turns[i], -1, -2) @ _unit(m[:, :3, :3])
+            relative = np.swapaxes(retarget.turns[i][at], -1, -2) @ _unit(m[:, :3, :3])
             cos = np.clip((np.trace(relative, axis1=-2, axis2=-1) - 1.0) / 2.0, -1.0, 1.0)
-            note("orientations", np.arccos(cos), every, line.target)
+            out.append(("orientations", line.target, np.arccos(cos)))
+    return out
+
+
+def measure(retarget: Retarget) -> list[GroupMiss]:
+    """Each goal group's largest miss on the pose Blender evaluates from the written action
+    (``errors``), with its frame and bone."""
+    worst: dict[str, GroupMiss] = {}
+    for group, bone, found in errors(retarget):
+        if not found.size:
+            continue
+        j = int(np.argmax(found))
+        if group not in worst or found[j] > worst[group].error:
+            worst[group] = GroupMiss(group, float(found[j]), retarget.frames[j], bone)
     return [worst[g] for g in GROUPS if g in worst]
+
+
+def missed_frames(retarget: Retarget, tolerance: float, frames: list[int] | None = None) -> list[int]:
+    """The frames on which a plant, the hips or a placed end misses by more than ``tolerance``
+    on the evaluated pose (the orientations below them are not counted)."""
+    frames = retarget.frames if frames is None else frames
+    worst = np.zeros(len(frames))
+    for group, _, found in errors(retarget, frames):
+        if group not in ANGLE_GROUPS:
+            worst = np.maximum(worst, found)
+    return [f for f, w in zip(frames, worst) if w > tolerance]
 
 
 def describe(scene, misses: list[GroupMiss], length_text) -> str:
