@@ -6,7 +6,7 @@ degrees in a frame where its source bone turns less).
 The rotation copy is the usual set-up: Copy Rotation constraints (world space) from every mapped
 source bone and a Copy Location on the hips, baked with Blender's own bake (``nla.bake``).
 
-    .venv/bin/python scripts/compare_retarget.py [CLIP.bvh] [FRAMES] [--blend OUT_DIR]
+    .venv/bin/python scripts/compare_retarget.py [CLIP.bvh] [FRAMES] [--rig metarig|rigify] [--blend OUT_DIR]
 """
 
 from __future__ import annotations
@@ -30,12 +30,17 @@ from welman_ik.blender.bake import retarget as retarget_goals
 from welman_ik.blender.rig.body import pose_matrices
 from welman_ik.blender.rig.retarget_map import retarget_scale
 
+# Per target rig: its feet, and (shoulder, hand) of each arm, the bones a user sees move.
+RIGS = {"metarig": (("foot.L", "foot.R"), [("upper_arm.L", "hand.L"), ("upper_arm.R", "hand.R")]),
+        "rigify": (("DEF-foot.L", "DEF-foot.R"), [("DEF-upper_arm.L", "DEF-hand.L"), ("DEF-upper_arm.R", "DEF-hand.R")])}
+SOURCE_ARMS = [("LeftShoulder", "LeftWrist"), ("RightShoulder", "RightWrist")]  # the mocapbank clip's
 
-def setup(clip: str):
+
+def setup(clip: str, rig: str = "metarig"):
     scenes.empty_scene()
     source = import_clip(clip)
     bpy.ops.object.mode_set(mode="OBJECT")
-    target = scenes.basic_human(pins=())
+    target = scenes.basic_human(pins=()) if rig == "metarig" else scenes.generated_rigify()
     bpy.ops.welman_ik.retarget_map_fill(source=source.name)
     return source, target
 
@@ -63,7 +68,7 @@ def rotation_copy(source, target, frames, scale) -> float:
     return time.perf_counter() - started
 
 
-def figures(source, target, retarget) -> dict:
+def figures(source, target, retarget, rig: str = "metarig") -> dict:
     frames = retarget.frames
     out = {}
     # Foot slide in the source's contacts, and sink below the rest height.
@@ -73,16 +78,15 @@ def figures(source, target, retarget) -> dict:
         m = world @ pose[:, 0]
         points = m[:, :3, 3] + (m[:, :3, :3] / np.linalg.norm(m[:, :3, :3], axis=-2, keepdims=True)) @ plant.local
         slide = max(slide, float(np.linalg.norm(points - points[0], axis=1).max()))
-    for foot in ("foot.L", "foot.R"):
+    feet, arms = RIGS[rig]
+    for foot in feet:
         rest = (target.matrix_world @ target.data.bones[foot].head_local).z
         pose, world = pose_matrices(target, [foot], frames)
         sink = max(sink, float(rest - (world @ pose[:, 0])[:, 2, 3].min()))
     out["foot slide in contacts [mm]"] = 1000 * slide
     out["foot sink below its rest height [mm]"] = 1000 * max(sink, 0.0)
     # Hand direction from the shoulder.
-    pairs_t = [("upper_arm.L", "hand.L"), ("upper_arm.R", "hand.R")]
-    source_lines = {line.target_bone: line.source_bone for line in target.welman_ik.retarget_map}
-    pairs_s = [(source_lines[a], source_lines[b]) for a, b in pairs_t]
+    pairs_t, pairs_s = arms, SOURCE_ARMS
     angle = []
     for obj, pairs in ((target, pairs_t), (source, pairs_s)):
         names = sorted({n for p in pairs for n in p})
@@ -94,9 +98,13 @@ def figures(source, target, retarget) -> dict:
     out["hand direction from shoulder, worst [deg]"] = float(np.degrees(np.arccos(np.clip(
         np.einsum("fpi,fpi->fp", *angle), -1, 1))).max())
     # Flips.
-    names = [line.target_bone for line in target.welman_ik.retarget_map]
+    pairs = [(line.target_bone, line.source_bone) for line in target.welman_ik.retarget_map]
+    if rig == "rigify":  # the legs the rig's IK chains bend: their deforming bones
+        pairs += [(f"DEF-{part}.{side}", f"{word}{joint}") for side, word in (("L", "Left"), ("R", "Right"))
+                  for part, joint in (("thigh", "Hip"), ("shin", "Knee"))]
+    names = [t for t, _ in pairs]
     turned = []
-    for obj, bones in ((target, names), (source, [source_lines[n] for n in names])):
+    for obj, bones in ((target, names), (source, [s for _, s in pairs])):
         pose, world = pose_matrices(obj, bones, frames)
         r = (world[:, None] @ pose)[..., :3, :3]
         r = r / np.linalg.norm(r, axis=-2, keepdims=True)
@@ -111,11 +119,16 @@ def main() -> None:
     parser.add_argument("clip", nargs="?", default="mocapbank_clip.bvh")
     parser.add_argument("frames", nargs="?", type=int, default=120)
     parser.add_argument("--blend", type=Path, default=None)
+    parser.add_argument("--rig", choices=sorted(RIGS), default="metarig",
+                        help="the target: the basic human metarig, or a Rigify rig generated from it (the "
+                             "retarget alone: a rotation copy onto its controls is no usual set-up)")
     args = parser.parse_args()
     scenes.load_addon()
     results = {}
-    for method in ("welman_ik.retarget", "rotation copy (Copy Rotation + Copy Location, nla.bake)"):
-        source, target = setup(args.clip)
+    methods = ["welman_ik.retarget"] + (["rotation copy (Copy Rotation + Copy Location, nla.bake)"]
+                                        if args.rig == "metarig" else [])
+    for method in methods:
+        source, target = setup(args.clip, args.rig)
         frames = list(range(1, args.frames + 1))
         scale = retarget_scale(target, source)
         if method == "welman_ik.retarget":
@@ -125,11 +138,11 @@ def main() -> None:
         else:
             seconds = rotation_copy(source, target, frames, scale)
         found = retarget_goals.make(bpy.context, target, source, frames, scale, True)
-        results[method] = {"seconds": seconds, **figures(source, target, found)}
+        results[method] = {"seconds": seconds, **figures(source, target, found, args.rig)}
         if args.blend:
             args.blend.mkdir(parents=True, exist_ok=True)
-            bpy.ops.wm.save_as_mainfile(filepath=str(args.blend / ("welman.blend" if "welman" in method
-                                                                    else "copy.blend")))
+            name = f"{args.rig}_" + ("welman.blend" if "welman" in method else "copy.blend")
+            bpy.ops.wm.save_as_mainfile(filepath=str(args.blend / name))
     print(json.dumps(results, indent=2))
     sys.stdout.flush()
     os._exit(0)

@@ -247,3 +247,23 @@ def test_every_pin_kind_fields_fit(bare_human, kind):
     obj.welman_ik.active_pin_index = 0
     log = _drawn(panel.WELMAN_IK_PT_pins)
     assert [text for kind_, text in log if kind_ == "prop" and len(text) > LABEL_COLUMN] == []
+
+
+def test_the_retarget_panel_draws_with_labels_that_fit(bare_human):
+    """The Retarget section with a source chosen, its map filled and a retarget's figures: every
+    field's label fits, and it offers Fill Map and Retarget for that source."""
+    from conftest import import_clip
+
+    from welman_ik.blender.ui import retarget_panel
+
+    target = bare_human
+    bpy.ops.object.mode_set(mode="OBJECT")
+    source = import_clip("mocapbank_clip.bvh")
+    bpy.ops.object.mode_set(mode="OBJECT")
+    bpy.context.view_layer.objects.active = target
+    target.welman_ik.retarget_source = source
+    assert bpy.ops.welman_ik.retarget(frame_start=1, frame_end=3) == {"FINISHED"}  # the panel's source
+    log = _drawn(retarget_panel.WELMAN_IK_PT_retarget)
+    assert ("operator", "Fill Map") in log and any(kind == "label" and text.startswith("Hips:") for kind, text in log)
+    long = [text for kind, text in log if kind == "prop" and len(text) > LABEL_COLUMN]
+    assert long == []

@@ -79,6 +79,17 @@ def test_straight_chain_pulled_inward(name: str) -> None:
         assert result.converged
 
 
+def test_without_rescue_the_sr_inverse_stays_where_it_stalls() -> None:
+    """``rescue=False`` (a retarget's frames, each carrying on from the last): no nudge off the
+    singular straight chain, so the solve stops where it stalled, the tip unmoved."""
+    sk = planar_chain(3)
+    problem = Problem(sk, [PositionGoal(2, tip_local(), [1.5, 0.0, 0.0])], tolerance=1e-5, max_iterations=500,
+                      rescue=False)
+    result = solve("SR_INVERSE", problem, np.zeros(3))
+    assert not result.converged and result.errors[0] == pytest.approx(1.5)
+    np.testing.assert_array_equal(result.q, np.zeros(3))
+
+
 @pytest.mark.parametrize("name", ALL)
 def test_seven_joint_3d_chain_reaches_precisely(name: str) -> None:
     """A 7-joint chain with hinges about z, y and x; the target is the tip of a known pose

@@ -41,6 +41,10 @@ class Problem:
                 looking where it looked by the neck (``solvers.limbs_first``); None: no gaze.
     idle:       (n,) bool, joints in the tree only for the gaze (the neck): the solvers' weights
                 (``subtree``, the carried lengths) leave them out, so that they change nothing.
+    rescue:     the single solve's rescues when it stalls: a nudge off a singular pose, and
+                (SR inverse) a second try with the first two levels swapped. A bake whose
+                lowest level is met only as far as it can be (a retarget's orientations),
+                each frame carrying on from the last, turns them off.
     """
 
     skeleton: Skeleton
@@ -56,6 +60,7 @@ class Problem:
     tiers: np.ndarray | None = None
     gaze: int | None = None
     idle: np.ndarray | None = None
+    rescue: bool = True
 
     def __post_init__(self) -> None:
         if self.ranges is not None:

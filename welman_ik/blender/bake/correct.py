@@ -59,7 +59,7 @@ def close_retarget_loop(plan, sampling, results: dict, passes: int = CORRECTION_
             problem = Problem(sample.skeleton, retarget.goals(sample.tree, retarget.index(frame)), tolerance=s.tolerance,
                               max_iterations=s.max_iterations, damping=s.damping,
                               reference=preferred_pose(s.reference, sample.q0), reference_weight=s.reference_weight,
-                              ranges=sample.ranges)
+                              ranges=sample.ranges, rescue=False)
             result = SOLVERS[s.solver](problem, sample.q0)
             if np.all(np.isfinite(result.q)):
                 results[frame] = {name: value for name, value in model.channels(result.q).items()

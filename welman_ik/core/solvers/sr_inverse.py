@@ -131,7 +131,7 @@ def solve(problem: Problem, q0) -> SolveResult:
     deadline = problem.deadline()
     result = _solve(problem, q0, deadline)
     levels = sorted({g.priority for g in problem.goals})
-    if result.converged or len(levels) < 2 or time.perf_counter() > deadline:
+    if result.converged or len(levels) < 2 or time.perf_counter() > deadline or not problem.rescue:
         return result
     first = [i for i, g in enumerate(problem.goals) if g.priority == levels[0]]
     if not np.all(result.errors[first] <= problem.tolerance):
@@ -353,7 +353,7 @@ def _solve(problem: Problem, q0, deadline: float, swapped: bool = False) -> Solv
                     break
                 beta *= 0.5
         if new_q is None or np.abs(new_q - q).max(initial=0.0) < 1e-12:
-            nudged = escape_nudge(problem, groups, q, errors, movable)
+            nudged = escape_nudge(problem, groups, q, errors, movable) if problem.rescue else None
             if nudged is None:
                 break
             q, kin = nudged, sk.forward(nudged)
