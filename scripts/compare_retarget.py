@@ -33,7 +33,18 @@ from welman_ik.blender.rig.retarget_map import retarget_scale
 # Per target rig: its feet, and (shoulder, hand) of each arm, the bones a user sees move.
 RIGS = {"metarig": (("foot.L", "foot.R"), [("upper_arm.L", "hand.L"), ("upper_arm.R", "hand.R")]),
         "rigify": (("DEF-foot.L", "DEF-foot.R"), [("DEF-upper_arm.L", "DEF-hand.L"), ("DEF-upper_arm.R", "DEF-hand.R")])}
-SOURCE_ARMS = [("LeftShoulder", "LeftWrist"), ("RightShoulder", "RightWrist")]  # the mocapbank clip's
+
+
+def source_arms(source) -> list[tuple[str, str]]:
+    """(upper arm, hand) of each side of the clip, by its naming."""
+    from welman_ik.core.anatomy.retarget import retarget_roles
+
+    roles = retarget_roles([b.name for b in source.data.bones],
+                           {b.name: (b.parent.name if b.parent else None) for b in source.data.bones})[1]
+    first = {}
+    for name, role in roles.items():
+        first.setdefault(role, name)
+    return [(first[f"upper_arm.{side}"], first[f"hand.{side}"]) for side in ("L", "R")]
 
 
 def setup(clip: str, rig: str = "metarig"):
@@ -86,7 +97,7 @@ def figures(source, target, retarget, rig: str = "metarig") -> dict:
     out["foot slide in contacts [mm]"] = 1000 * slide
     out["foot sink below its rest height [mm]"] = 1000 * max(sink, 0.0)
     # Hand direction from the shoulder.
-    pairs_t, pairs_s = arms, SOURCE_ARMS
+    pairs_t, pairs_s = arms, source_arms(source)
     angle = []
     for obj, pairs in ((target, pairs_t), (source, pairs_s)):
         names = sorted({n for p in pairs for n in p})
@@ -100,8 +111,12 @@ def figures(source, target, retarget, rig: str = "metarig") -> dict:
     # Flips.
     pairs = [(line.target_bone, line.source_bone) for line in target.welman_ik.retarget_map]
     if rig == "rigify":  # the legs the rig's IK chains bend: their deforming bones
-        pairs += [(f"DEF-{part}.{side}", f"{word}{joint}") for side, word in (("L", "Left"), ("R", "Right"))
-                  for part, joint in (("thigh", "Hip"), ("shin", "Knee"))]
+        from welman_ik.core.anatomy.retarget import retarget_roles
+
+        roles = retarget_roles([b.name for b in source.data.bones],
+                               {b.name: (b.parent.name if b.parent else None) for b in source.data.bones})[1]
+        legs = {role: name for name, role in reversed(list(roles.items()))}
+        pairs += [(f"DEF-{part}.{side}", legs[f"{part}.{side}"]) for side in ("L", "R") for part in ("thigh", "shin")]
     names = [t for t, _ in pairs]
     turned = []
     for obj, bones in ((target, names), (source, [s for _, s in pairs])):

@@ -7,7 +7,8 @@ orientation ('ORIENTATION') or in both ('POSE'), with a weight:
 
 - the body's root (the hips) follows the source's root in pose;
 - the spine and the neck follow the source's spine and neck in orientation, the longer or
-  shorter chain resampled so that the first bone follows the first and the last the last;
+  shorter chain resampled so that the first bone follows the first and the last the last (a
+  generated Rigify target's trunk by its hips and chest controls, its FK spine left alone);
 - the head, the hands and the feet follow in pose; the clavicles, upper arms, forearms,
   thighs, shins and toes in orientation;
 - fingers, palms and thumbs are not paired.
@@ -33,6 +34,7 @@ _SIDE_WORDS = {"L": "left", "R": "right"}
 # A generated Rigify rig's pelvis control: its FK spine starts with it, pointing down from the
 # waist to the hips (the metarig's 'spine' bone).
 _RIGIFY_PELVIS = "spine_fk"
+_RIGIFY_HIPS = "hips"  # a generated Rigify rig's hips control: turns the pelvis under the torso
 
 
 class RetargetPair(NamedTuple):
@@ -63,6 +65,7 @@ class _Side:
         self.hips = self._hips()
         self.pelvis = ""  # a generated Rigify rig's pelvis control
         self.chest = ""
+        self.hips_control = ""  # a generated Rigify rig's hips control (below its torso)
         spine = [n for n, r in self.roles.items() if r == "spine" and n != self.hips]
         if self.naming == "RIGIFY":
             if self.hips and _RIGIFY_PELVIS in spine:
@@ -71,6 +74,7 @@ class _Side:
             # the chest, so the bones' depth does not give their order: their number does.
             spine = sorted((n for n in spine if n != _RIGIFY_PELVIS), key=_number)
             self.chest = next((n for n, r in self.roles.items() if r == "chest"), "")
+            self.hips_control = _RIGIFY_HIPS if _RIGIFY_HIPS in self.order and _RIGIFY_HIPS != self.hips else ""
         else:
             spine = self._by_depth(spine)
         self.spine = spine
@@ -161,9 +165,9 @@ def retarget_map(target_names: Sequence[str], target_parents: Mapping[str, str |
     root: a generated Rigify rig's 'torso' control, a bone named as the hips, the bone where
     the spine and legs meet (Mixamo's and BVH's 'Hips', which have no role of their own), or
     the lowest spine bone (the metarig's 'spine'). The spine and neck chains are ordered from
-    the root up and resampled when their lengths differ. A generated Rigify target's pelvis
-    control ('spine_fk') follows the source's hips in orientation and its 'chest' control the
-    top of the source's spine; its 'hips' control is left alone."""
+    the root up and resampled when their lengths differ. A generated Rigify target's trunk
+    follows by its controls an animator keys: the 'hips' control the source's hips in
+    orientation, the 'chest' control the top of the source's spine; its FK spine is left alone."""
     target = _Side("target", target_names, target_parents)
     source = _Side("source", source_names, source_parents)
     unknown = [f"{side.which}: its bone names follow no naming known here (Rigify, metarig, Mixamo, BVH) and "
@@ -180,10 +184,18 @@ def retarget_map(target_names: Sequence[str], target_parents: Mapping[str, str |
             missing.append(_not_found(part, target, source, bool(target_bone), bool(source_bone)))
 
     pair("hips", target.hips, source.hips, "POSE")
-    if target.pelvis and source.hips:
+    # A generated Rigify target's spine is carried by its torso, hips and chest controls, as an
+    # animator keys it; its FK spine controls are offsets on them and stay at rest (turned too,
+    # the rig's half-way blends between them flip once the body turns far).
+    rigify_trunk = bool(target.naming == "RIGIFY" and target.chest)
+    if rigify_trunk and target.hips_control and source.hips:
+        pairs.append(RetargetPair(target.hips_control, source.hips, "ORIENTATION", 1.0))
+    elif target.pelvis and source.hips:
         pairs.append(RetargetPair(target.pelvis, source.hips, "ORIENTATION", 1.0))
     for part, chain_t, chain_s in (("spine", target.spine, source.spine), ("neck", target.neck, source.neck)):
-        if chain_t and chain_s:
+        if part == "spine" and rigify_trunk and chain_s:
+            pairs.append(RetargetPair(target.chest, chain_s[-1], "ORIENTATION", 1.0))
+        elif chain_t and chain_s:
             for bone, index in zip(chain_t, _resample(len(chain_t), len(chain_s)), strict=True):
                 pairs.append(RetargetPair(bone, chain_s[index], "ORIENTATION", 1.0))
             if part == "spine" and target.chest:
