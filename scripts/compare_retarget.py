@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 import time
@@ -150,10 +151,13 @@ def main() -> None:
             started = time.perf_counter()
             bpy.ops.welman_ik.retarget(source=source.name, frame_start=1, frame_end=args.frames)
             seconds = time.perf_counter() - started
+            reported = {f"reported {g.group} [{'deg' if g.group == 'orientations' else 'mm'}]":
+                        (math.degrees(g.error) if g.group == "orientations" else 1000 * g.error)
+                        for g in target.welman_ik.last_solve.groups}
         else:
-            seconds = rotation_copy(source, target, frames, scale)
+            seconds, reported = rotation_copy(source, target, frames, scale), {}
         found = retarget_goals.make(bpy.context, target, source, frames, scale, True)
-        results[method] = {"seconds": seconds, **figures(source, target, found, args.rig)}
+        results[method] = {"seconds": seconds, **figures(source, target, found, args.rig), **reported}
         if args.blend:
             args.blend.mkdir(parents=True, exist_ok=True)
             name = f"{args.rig}_" + ("welman.blend" if "welman" in method else "copy.blend")

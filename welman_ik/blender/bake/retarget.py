@@ -5,9 +5,10 @@ onto the target, and gives each frame's goals to the bake (``goals``), in priori
 
 0. the plants (the source's contacts, ``contacts.plants`` on its feet, at the target's
    feet) and the hips' path;
-1. the hands', feet's and head's places and orientations, relative to the scaled hips, and
-   the hips' orientation;
-2. every other mapped bone's orientation;
+1. the hands' (from their shoulders), feet's and head's places and orientations, and the
+   trunk's orientations (the hips, spine, chest, neck and clavicles): the limbs do what the
+   limbs can;
+2. the limbs' other bones' orientations;
 
 below them the bake's preferred pose (the last frame's) and joint ranges. ``measure``
 reads the written action back on the evaluated pose and gives each goal group's largest
@@ -16,8 +17,9 @@ miss.
 Scaling: a source point x goes to the target's world as t + s (x - o), ``t`` and ``o`` the
 two objects' places and ``s`` the scale. The hips and feet keep the target's own offset from
 the scaled source in the rest pose (so the target's hips keep their height and its feet
-their stance and their floor); the hands and head follow the scaled source relative to the
-hips. An orientation follows the source bone's turn from its rest, applied to the target
+their stance), the body lifted, frame by frame, so that the planted heels stand at their
+rest height on the target's floor (``Retarget.lifts``); the hands are held from their shoulders and the
+head follows relative to the hips. An orientation follows the source bone's turn from its rest, applied to the target
 bone's rest.
 """
 
@@ -45,6 +47,9 @@ def _unit(rotations: np.ndarray) -> np.ndarray:
     return rotations / np.linalg.norm(rotations, axis=-2, keepdims=True)
 
 
+TRUNK_ROLES = ("spine", "chest", "neck", "clavicle", "hips", "pelvis", "torso")
+
+
 def _group(source_role: str) -> str:
     for word, group in (("hand", "hands"), ("foot", "feet"), ("head", "head")):
         if source_role.startswith(word):
@@ -65,6 +70,7 @@ class Line:
     weight: float
     group: str
     base: str = ""  # a hand's: the target bone at whose head its limb starts (its place is kept from there)
+    trunk: bool = False  # the spine, chest, neck, clavicles or the hips' turn: held with the ends, above the limbs
 
 
 @dataclass
@@ -77,6 +83,7 @@ class Plant:
     point: np.ndarray
     first: int
     last: int
+    heel: bool = False  # the source's heel (its foot bone's head), not its toe
 
 
 @dataclass
@@ -120,6 +127,27 @@ class Retarget:
                          and not pose_bones[line.target].bone.use_connect
                          and not all(pose_bones[line.target].lock_location))
 
+    def lifts(self) -> dict[str, np.ndarray]:
+        """[m] (frames,) per target foot with heel plants: how far up it goes on each frame for its
+        heel to be planted at its rest height on the target's floor: at each plant's middle frame
+        the plant's own height, in between a straight line (held before the first and after the
+        last). A clip planted lower or higher than its rest pose stands (its rest pose above or
+        below its floor, a floor that is not level, a drift along the take) would otherwise sink
+        the target's feet into its floor or float them (a BVH's rest pose has its root at the
+        origin, its feet under the floor). The rest of the body goes up by the feet's mean.
+        Without plants, each foot's lowest is where it stands."""
+        heels: dict[str, list[tuple[float, float]]] = {}
+        for p in self.plants:
+            if p.heel:
+                heels.setdefault(p.bone, []).append(((p.first + p.last) / 2.0, self.rest[p.bone][2, 3] - p.point[2]))
+        at = np.arange(len(self.frames), dtype=float)
+        out = {bone: np.interp(at, *np.array(sorted(values)).T) for bone, values in heels.items()}
+        if not out:  # no plants: the lowest each ankle goes is where it stands
+            for i, line in enumerate(self.lines):
+                if line.group == "feet" and i in self.places:
+                    out[line.target] = np.full(len(at), self.rest[line.target][2, 3] - self.places[i][:, 2].min())
+        return out
+
     def index(self, frame: int) -> int:
         """``frame``'s place in the range."""
         return frame - self.frames[0]
@@ -146,8 +174,9 @@ class Retarget:
                 priority = PLANTS if line.group == "hips" else ENDS
                 out.append(PositionGoal(joint, local, self.places[i][index], weight=line.weight, priority=priority))
             if line.turn:
-                priority = ENDS if line.place else REST
-                out.append(OrientationGoal(model.bones[line.target].frame_joint, self._turn(tree, line.target, self.turns[i][index]),
+                priority = ENDS if line.place or line.trunk else REST
+                out.append(OrientationGoal(model.bones[line.target].frame_joint,
+                                           self._turn(tree, line.target, self.turns[i][index]),
                                            length=self._length(tree, line.target), weight=line.weight,
                                            priority=priority))
         return out
@@ -190,6 +219,9 @@ def make(context, target, source, frames: list[int], scale: float, plants: bool)
     if placed:  # the body's root: the placed line nearest the source's root that is not an end
         depth = {name: len(_ancestry(source, name)) for name in (lines[i].source for i in placed)}
         lines[min(placed, key=lambda i: depth[lines[i].source])].group = "hips"
+    hips_source = next((line.source for line in lines if line.group == "hips"), None)
+    for line in lines:
+        line.trunk = line.source == hips_source or source_roles.get(line.source, "").startswith(TRUNK_ROLES)
     retarget = Retarget(target, source, scale, frames, lines)
     anchors = _anchors(target, source, lines)
     source_bones = sorted({line.source for line in lines} | {a for a, *_ in anchors.values() if a is not None})
@@ -238,6 +270,12 @@ def make(context, target, source, frames: list[int], scale: float, plants: bool)
         retarget.offsets[i] = scale * (posed[:, k, :3, 3] - shoulder)
     if plants:
         retarget.plants = _plants(context, retarget, lines, column, posed, rest_source, scaled)
+    lifts = retarget.lifts()
+    lift = np.mean(list(lifts.values()), axis=0) if lifts else np.zeros(len(frames))
+    for i, place in retarget.places.items():
+        place[:, 2] += lifts.get(lines[i].target, lift) if lines[i].group == "feet" else lift
+    for plant in retarget.plants:
+        plant.point = plant.point + (0.0, 0.0, float(lifts.get(plant.bone, lift)[(plant.first + plant.last) // 2]))
     return retarget
 
 
@@ -325,7 +363,8 @@ def _plants(context, retarget: Retarget, lines: list[Line], column: dict, posed:
             # rest offset, in the target foot's rest frame.
             local = _unit(rest[:3, :3]).T @ (scaled(at_rest) + heel_offset - rest[:3, 3])
             for plant in held:
-                out.append(Plant(line.target, local, scaled(plant.point) + heel_offset, plant.first, plant.last))
+                out.append(Plant(line.target, local, scaled(plant.point) + heel_offset, plant.first, plant.last,
+                                 point.anchor == contacts.HEEL))
     return out
 
 
