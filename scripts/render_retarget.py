@@ -1,7 +1,7 @@
 """Pictures of a retarget: the source skeleton (grey sticks) beside the target (the
 mannequin), on chosen frames, rendered by Blender (Workbench, headless).
 
-    .venv/bin/python scripts/render_retarget.py FILE.blend SOURCE TARGET OUT.png [FRAME ...]
+    .venv/bin/python scripts/render_retarget.py FILE.blend SOURCE TARGET OUT.png CAPTION [FRAME ...]
 """
 
 from __future__ import annotations
@@ -16,8 +16,10 @@ import render
 import scenes
 
 
-def pictures(blend: str, source: str, target: str, out: Path, frames, apart: float = 1.2) -> list[Path]:
-    """Render ``frames`` of ``blend``: the source moved ``apart`` metres to the side."""
+def pictures(blend: str, source: str, target: str, out: Path, frames, apart: float = 1.2,
+             caption: str = "") -> list[Path]:
+    """Render ``frames`` of ``blend``: the source moved ``apart`` metres to the side, the target
+    on a stand whose top is its floor (z = 0), seen from the front and a little above."""
     scenes.load_addon()
     bpy.ops.wm.open_mainfile(filepath=blend)
     render.setup_workbench()
@@ -33,16 +35,21 @@ def pictures(blend: str, source: str, target: str, out: Path, frames, apart: flo
     for frame in frames:
         bpy.context.scene.frame_set(frame)
         for obj in list(bpy.data.objects):
-            if obj.type == "CAMERA":
+            if obj.type == "CAMERA" or obj.name.startswith(("stand", "caption")):
                 bpy.data.objects.remove(obj)
-        render.frame_camera(parts, (0.0, 1.0, 0.0), resolution=(1200, 700), margin=1.3)
+        bpy.context.view_layer.update()
+        hips = tgt.matrix_world @ tgt.pose.bones[0].head if len(tgt.pose.bones) else tgt.location
+        floor = render.stand((hips.x, hips.y, 0.0), radius=0.6, height=0.02)
+        text = [render.caption(f"{caption} frame {frame}".strip(), (hips.x + apart / 2, hips.y, 2.05))] if caption else []
+        render.frame_camera(parts + [floor] + text, (0.0, 1.0, 0.0), resolution=(1200, 760), margin=1.2,
+                            elevation=0.25)
         paths.append(render.render(out.with_name(f"{out.stem}_{frame}.png")))
     return paths
 
 
 if __name__ == "__main__":
-    blend, source, target, out, *frames = sys.argv[1:]
-    pictures(blend, source, target, Path(out), [int(f) for f in frames] or [1])
+    blend, source, target, out, caption, *frames = sys.argv[1:]
+    pictures(blend, source, target, Path(out), [int(f) for f in frames] or [1], caption=caption)
     sys.stdout.flush()
     import os
 

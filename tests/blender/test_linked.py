@@ -153,6 +153,8 @@ def test_linked_armature_is_refused_by_every_operator(library):
         "bake": lambda: bpy.ops.welman_ik.bake(frame_start=1, frame_end=3),
         "detect_contacts": lambda: bpy.ops.welman_ik.detect_contacts(),
         "edit_motion": lambda: bpy.ops.welman_ik.edit_motion(bone="hand.R", target=target, frame=1),
+        "retarget": lambda: bpy.ops.welman_ik.retarget(source="clip"),
+        "retarget_map_fill": lambda: bpy.ops.welman_ik.retarget_map_fill(source="clip"),
     }
     for name, call in calls.items():
         with pytest.raises(RuntimeError) as error:
