@@ -218,3 +218,26 @@ def test_joint_ranges_hold_through_a_retarget():
         worst = max(worst, max(excess_degrees(target, ranged).values()))
     assert worst <= 0.5, worst
     assert _groups(target)["plants"] <= 1e-3
+
+
+def test_a_retarget_cancelled_midway_leaves_nothing():
+    """Esc in the middle of an interactive retarget (``RetargetRun.abort``, what its modal calls):
+    the target's own action assigned again, its pose as it was, no new action."""
+    from welman_ik.blender.bake.baker import RetargetRun
+    from welman_ik.blender.rig.retarget_map import fill
+
+    source, target = _source_and(lambda: scenes.basic_human(pins=()))
+    own = bpy.data.actions.new("own")
+    target.animation_data_create().action = own
+    target.pose.bones["hand.L"].rotation_quaternion = (0.9, 0.1, 0.3, 0.0)
+    pose = [tuple(pb.rotation_quaternion) + tuple(pb.location) for pb in target.pose.bones]
+    names = {a.name for a in bpy.data.actions}
+    fill(target, source)
+    run = RetargetRun(bpy.context, target, source, list(range(1, 11)), 1.1, True)
+    assert target.animation_data.action.name == "metarig.welman_retarget"
+    for _ in range(4):
+        run.next()
+    run.abort()
+    assert target.animation_data.action == own
+    assert {a.name for a in bpy.data.actions} == names
+    assert [tuple(pb.rotation_quaternion) + tuple(pb.location) for pb in target.pose.bones] == pose

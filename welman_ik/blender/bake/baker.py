@@ -172,6 +172,55 @@ def edit_motion(context, obj, edit: MotionEdit) -> Baker:
     return baker
 
 
+class RetargetRun:
+    """A retarget frame by frame, as ``Baker`` is a bake: ``next()`` solves the next frame,
+    ``finish()`` writes, closes the loop and measures, ``abort()`` leaves the target as it was
+    (its action, its pose) and removes the new action. Made, it has assigned the new action
+    ``<target>.welman_retarget`` with the mapped bones keyed at rest on the first frame."""
+
+    def __init__(self, context, target, source, frames: list[int], scale: float, plants: bool = True):
+        self.retarget = retarget_goals(context, target, source, frames, scale, plants)
+        self.target, self.baker = target, None
+        self.created = target.animation_data is None
+        self.before = (target.animation_data or target.animation_data_create()).action
+        self.snapshot = PoseSnapshot(target)
+        self.action = bpy.data.actions.new(target.name + RETARGET_SUFFIX)
+        try:
+            keyframes.assign_action(target, self.action)
+            _key_rest(target, self.retarget, frames[0])
+            self.baker = Baker(context, target, frames[0], frames[-1], retarget=self.retarget)
+        except Exception:
+            self.abort()
+            raise
+
+    done = property(lambda self: self.baker.done)
+    index = property(lambda self: self.baker.index)
+    frames = property(lambda self: self.baker.frames)
+
+    def next(self) -> float:
+        return self.baker.next()
+
+    def finish(self) -> list[GroupMiss]:
+        """Write the keys, solve again what the evaluated pose misses, and return each goal
+        group's largest miss, evaluated."""
+        self.baker.finish(in_place=True)
+        return retarget_measure(self.retarget)
+
+    def abort(self) -> None:
+        target = self.target
+        if self.baker is not None:
+            self.baker.abort()
+        if self.created:
+            target.animation_data_clear()
+        elif self.before is not None:
+            keyframes.assign_action(target, self.before)
+        else:
+            target.animation_data.action = None
+        if self.action.name in bpy.data.actions:
+            bpy.data.actions.remove(self.action)
+        self.snapshot.restore(target)
+
+
 def retarget_motion(context, target, source, frames: list[int], scale: float, plants: bool = True,
                     progress=None) -> tuple[Baker, object, list[GroupMiss]]:
     """Bake the motion of ``source`` on ``frames`` onto ``target`` by its retarget map, scaled by
@@ -180,33 +229,17 @@ def retarget_motion(context, target, source, frames: list[int], scale: float, pl
     Returns the bake, the action and each goal group's largest miss, evaluated. On any error
     the target is left as it was (its action, its pose) and the new action removed.
     ``progress``: called with the number of frames solved."""
-    retarget = retarget_goals(context, target, source, frames, scale, plants)
-    created = target.animation_data is None
-    ad = target.animation_data or target.animation_data_create()
-    before = ad.action
-    snapshot = PoseSnapshot(target)
-    action = bpy.data.actions.new(target.name + RETARGET_SUFFIX)
+    run = RetargetRun(context, target, source, frames, scale, plants)
     try:
-        keyframes.assign_action(target, action)
-        _key_rest(target, retarget, frames[0])
-        baker = Baker(context, target, frames[0], frames[-1], retarget=retarget)
-        while not baker.done:
-            baker.next()
+        while not run.done:
+            run.next()
             if progress is not None:
-                progress(baker.index)
-        baker.finish(in_place=True)
-        misses = retarget_measure(retarget)
+                progress(run.index)
+        misses = run.finish()
     except Exception:
-        if created:
-            target.animation_data_clear()
-        elif before is not None:
-            keyframes.assign_action(target, before)
-        else:
-            ad.action = None
-        bpy.data.actions.remove(action)
-        snapshot.restore(target)
+        run.abort()
         raise
-    return baker, action, misses
+    return run.baker, run.action, misses
 
 
 def _key_rest(obj, retarget: Retarget, frame: int) -> None:
@@ -237,4 +270,4 @@ def pins_for_edit(context, obj, bone: str, frame: int) -> list[tuple]:
         baker.abort()
 
 
-__all__ = ["RETARGET_SUFFIX", "SUFFIX", "Baker", "MotionEdit", "check", "direct_sampling", "edit_motion", "pins_for_edit", "pins_on", "retarget_motion"]
+__all__ = ["RETARGET_SUFFIX", "SUFFIX", "Baker", "MotionEdit", "RetargetRun", "check", "direct_sampling", "edit_motion", "pins_for_edit", "pins_on", "retarget_motion"]

@@ -160,7 +160,26 @@ class WELMAN_IK_OT_jump_to_frame(bpy.types.Operator):
 BAKE_SLICE = 0.1  # seconds of baking between redraws of the progress
 
 
-class WELMAN_IK_OT_bake(ArmatureOperator, bpy.types.Operator):
+class Slices:
+    """A modal operator that works in slices on a timer, with Blender's progress bar and a
+    status text (``_begin``, ``_end``)."""
+
+    def _begin(self, context, total: int) -> set:
+        wm = context.window_manager
+        wm.progress_begin(0, total)
+        self._timer = wm.event_timer_add(0.001, window=context.window)
+        wm.modal_handler_add(self)
+        return {"RUNNING_MODAL"}
+
+    def _end(self, context) -> None:
+        wm = context.window_manager
+        wm.event_timer_remove(self._timer)
+        wm.progress_end()
+        context.workspace.status_text_set(None)
+        views.redraw()  # the new action, Last Solve and the missed frames
+
+
+class WELMAN_IK_OT_bake(Slices, ArmatureOperator, bpy.types.Operator):
     """Enforce the pins through every frame of the animation, into a new action (the original is kept)"""
 
     bl_idname = "welman_ik.bake"
@@ -227,11 +246,7 @@ class WELMAN_IK_OT_bake(ArmatureOperator, bpy.types.Operator):
         except RigError as error:
             self.report({"ERROR"}, str(error))
             return {"CANCELLED"}
-        wm = context.window_manager
-        wm.progress_begin(0, len(self._baker.frames))
-        self._timer = wm.event_timer_add(0.001, window=context.window)
-        wm.modal_handler_add(self)
-        return {"RUNNING_MODAL"}
+        return self._begin(context, len(self._baker.frames))
 
     def modal(self, context, event):
         baker = self._baker
@@ -263,15 +278,7 @@ class WELMAN_IK_OT_bake(ArmatureOperator, bpy.types.Operator):
         self._report_done(baker, action)
         return {"FINISHED"}
 
-    def _end(self, context) -> None:
-        wm = context.window_manager
-        wm.event_timer_remove(self._timer)
-        wm.progress_end()
-        context.workspace.status_text_set(None)
-        views.redraw()  # the new action, Last Solve and the missed frames
-
-
-class WELMAN_IK_OT_retarget(ArmatureOperator, bpy.types.Operator):
+class WELMAN_IK_OT_retarget(Slices, ArmatureOperator, bpy.types.Operator):
     """Bake the motion of another armature onto this one by the retarget map, with its foot contacts planted, into \
 a new action (every existing action is kept)"""
 
@@ -288,38 +295,99 @@ a new action (every existing action is kept)"""
     plants: BoolProperty(name="Plants", default=True,
                          description="Hold this armature's feet where the source's feet are planted")
 
-    def execute(self, context):
+    def _inputs(self, context):
+        """(source, frames, scale, body parts not mapped), or None once the refusal is reported."""
         if self.refused(context):
-            return {"CANCELLED"}
+            return None
         target = context.object
-        started = time.perf_counter()
         chosen = target.welman_ik.retarget_source
         name = self.source or (chosen.name if chosen is not None else "")
         try:
-            source, frames, scale, missing = retarget_inputs(target, name, self.frame_start, self.frame_end,
-                                                             self.scale)
+            return retarget_inputs(target, name, self.frame_start, self.frame_end, self.scale)
         except RigError as error:
             self.report({"ERROR"}, str(error))
+            return None
+
+    def _failed(self, error: Exception) -> set:
+        self.report({"ERROR"}, str(error) if isinstance(error, RigError) else
+                    f"The retarget failed ({type(error).__name__}: {error}); nothing was changed")
+        return {"CANCELLED"}
+
+    def _done(self, context, run, misses, source, scale: float, missing, started: float) -> set:
+        target = context.object
+        record_retarget(context, target, run.baker, misses, started)
+        note = f"; not mapped: {'; '.join(missing)}" if missing else ""
+        text = (f"Retargeted {len(run.frames)} frames from '{source.name}' (scale {scale:.3g}) into "
+                f"'{run.action.name}'; {target.welman_ik.last_solve.message}{note}")
+        self.report({"INFO"} if target.welman_ik.last_solve.converged else {"WARNING"}, text)
+        return {"FINISHED"}
+
+    def execute(self, context):
+        started = time.perf_counter()
+        found = self._inputs(context)
+        if found is None:
             return {"CANCELLED"}
+        source, frames, scale, missing = found
         wm = context.window_manager
         wm.progress_begin(0, len(frames))
         try:
-            baker, action, misses = bake.retarget_motion(context, target, source, frames, scale, self.plants,
-                                                         wm.progress_update)
-        except RigError as error:
-            self.report({"ERROR"}, str(error))
-            return {"CANCELLED"}
+            run = bake.RetargetRun(context, context.object, source, frames, scale, self.plants)
+            try:
+                while not run.done:
+                    run.next()
+                    wm.progress_update(run.index)
+                misses = run.finish()
+            except Exception:
+                run.abort()
+                raise
         except Exception as error:  # noqa: BLE001 - leave nothing behind, say why
-            self.report({"ERROR"}, f"The retarget failed ({type(error).__name__}: {error}); nothing was changed")
-            return {"CANCELLED"}
+            return self._failed(error)
         finally:
             wm.progress_end()
-        record_retarget(context, target, baker, misses, started)
-        note = f"; not mapped: {'; '.join(missing)}" if missing else ""
-        text = (f"Retargeted {len(frames)} frames from '{source.name}' (scale {scale:.3g}) into '{action.name}'; "
-                f"{target.welman_ik.last_solve.message}{note}")
-        self.report({"INFO"} if target.welman_ik.last_solve.converged else {"WARNING"}, text)
-        return {"FINISHED"}
+        return self._done(context, run, misses, source, scale, missing, started)
+
+    # Interactive: a few frames per timer tick, with the progress bar and a status text; Esc
+    # cancels and leaves nothing behind.
+    def invoke(self, context, event):
+        self._started = time.perf_counter()
+        found = self._inputs(context)
+        if found is None:
+            return {"CANCELLED"}
+        self._found = found
+        source, frames, scale, _ = found
+        try:
+            self._run = bake.RetargetRun(context, context.object, source, frames, scale, self.plants)
+        except Exception as error:  # noqa: BLE001 - leave nothing behind, say why
+            return self._failed(error)
+        return self._begin(context, len(frames))
+
+    def modal(self, context, event):
+        run = self._run
+        if event.type == "ESC" and event.value == "PRESS":
+            run.abort()
+            self._end(context)
+            self.report({"INFO"}, "Retarget cancelled; nothing was changed")
+            return {"CANCELLED"}
+        if event.type != "TIMER":
+            return {"RUNNING_MODAL"}
+        try:
+            started = time.perf_counter()
+            while not run.done and time.perf_counter() - started < BAKE_SLICE:
+                run.next()
+            context.window_manager.progress_update(run.index)
+            context.workspace.status_text_set(
+                f"Welman IK retarget: frame {run.frames[run.index - 1]} ({run.index}/{len(run.frames)})  |  "
+                "Esc cancels")
+            if not run.done:
+                return {"RUNNING_MODAL"}
+            misses = run.finish()
+        except Exception as error:  # noqa: BLE001 - leave nothing behind, say why
+            run.abort()
+            self._end(context)
+            return self._failed(error)
+        self._end(context)
+        source, _, scale, missing = self._found
+        return self._done(context, run, misses, source, scale, missing, self._started)
 
 
 def retarget_inputs(target, name: str, frame_start: int, frame_end: int, scale: float):
