@@ -18,6 +18,7 @@ from conftest import FIXTURES
 from test_cleanup_cli import cleanup, environment, free_port, wait_for_workers
 
 from welman_ik.blender.bake import retarget as goals
+from welman_ik.blender.bake.retarget_measure import measure
 from welman_ik.blender.rig.retarget_map import retarget_scale
 
 GROUPS_MM = ("plants_mm", "hips_mm", "hands_mm", "feet_mm", "head_mm")
@@ -65,7 +66,7 @@ def check_written(path: Path, entry: dict) -> None:
     assert not clip.animation_data.action.name.endswith(".welman_retarget")
     first, last = (round(f) for f in clip.animation_data.action.frame_range)
     found = goals.make(bpy.context, target, clip, list(range(first, last + 1)), retarget_scale(target, clip), True)
-    measured = {m.group: m.error for m in goals.measure(found)}
+    measured = {m.group: m.error for m in measure(found)}
     assert measured["plants"] <= 1e-3 and measured["hips"] <= 0.02
     assert abs(measured["plants"] * 1000 - entry["plants_mm"]) <= 1e-3
 

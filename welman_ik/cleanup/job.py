@@ -58,6 +58,18 @@ def fresh_scene() -> None:
     fresh_scene_addons()
 
 
+def fresh_scene_addons() -> None:
+    """The importers and Welman IK ready in whatever file is open."""
+    import addon_utils
+
+    import welman_ik
+
+    for module in ("io_anim_bvh", "io_scene_fbx"):
+        addon_utils.enable(module, default_set=True)
+    if not hasattr(bpy.types.Object, "welman_ik"):
+        welman_ik.register()
+
+
 @contextlib.contextmanager
 def quiet():
     """The importers' and operators' prints (to stdout, in background mode) kept off the
@@ -74,7 +86,7 @@ def quiet():
             os.close(saved)
 
 
-def _call(operator, what: str, **kwargs) -> None:
+def call(operator, what: str, **kwargs) -> None:
     """Run an import or export operator; a failure becomes a ClipError naming ``what``."""
     try:
         with quiet():
@@ -141,7 +153,7 @@ def check_fbx(path: Path) -> None:
     raise ClipError("not an FBX file: it does not start with the binary FBX header")
 
 
-def _armatures() -> list:
+def armatures() -> list:
     return [o for o in bpy.context.scene.objects if o.type == "ARMATURE"]
 
 
@@ -150,8 +162,8 @@ def import_bvh(path: Path, scale: float | None) -> tuple[object, float]:
     ``scale``, or the unit of ``BVH_UNITS`` that makes the skeleton a person's size."""
     check_bvh(path)
     if scale is None:
-        _call(bpy.ops.import_anim.bvh, f"could not read {path.name} as BVH", filepath=str(path), global_scale=1.0)
-        found = _armatures()
+        call(bpy.ops.import_anim.bvh, f"could not read {path.name} as BVH", filepath=str(path), global_scale=1.0)
+        found = armatures()
         if not found:
             raise ClipError(f"could not read {path.name} as BVH: no skeleton in it")
         from ..blender.rig.body import rest_ends
@@ -162,9 +174,9 @@ def import_bvh(path: Path, scale: float | None) -> tuple[object, float]:
             raise ClipError(f"{path.name}: the skeleton has no size; give its unit with --scale")
         scale = min(BVH_UNITS.values(), key=lambda s: abs(math.log(s * size / PERSON)))
         fresh_scene()
-    _call(bpy.ops.import_anim.bvh, f"could not read {path.name} as BVH", filepath=str(path), global_scale=scale,
+    call(bpy.ops.import_anim.bvh, f"could not read {path.name} as BVH", filepath=str(path), global_scale=scale,
           update_scene_fps=True, update_scene_duration=True)
-    found = _armatures()
+    found = armatures()
     if not found:
         raise ClipError(f"could not read {path.name} as BVH: no skeleton in it")
     return found[0], scale
@@ -173,8 +185,8 @@ def import_bvh(path: Path, scale: float | None) -> tuple[object, float]:
 def import_fbx(path: Path) -> tuple[object, float]:
     """The FBX clip's animated armature (the one with most bones), at the file's own units."""
     check_fbx(path)
-    _call(bpy.ops.import_scene.fbx, f"could not read {path.name} as FBX", filepath=str(path))
-    found = _armatures()
+    call(bpy.ops.import_scene.fbx, f"could not read {path.name} as FBX", filepath=str(path))
+    found = armatures()
     if not found:
         raise ClipError(f"{path.name} has no armature: nothing to clean")
     animated = [o for o in found if o.animation_data and o.animation_data.action] or found
@@ -243,7 +255,7 @@ def export(obj, source: Path, output: Path, scale: float, frames: range) -> None
         scene.frame_start, scene.frame_end = frames[0] - FBX_IMPORT_OFFSET, frames[-1] - FBX_IMPORT_OFFSET
         try:
             # Everything the file brought (the character's meshes too), not the armature alone.
-            _call(bpy.ops.export_scene.fbx, "could not write the FBX", filepath=str(output), check_existing=False,
+            call(bpy.ops.export_scene.fbx, "could not write the FBX", filepath=str(output), check_existing=False,
                   use_selection=False, add_leaf_bones=False, bake_anim=True,
                   bake_anim_use_all_actions=False, bake_anim_use_nla_strips=False,
                   bake_anim_force_startend_keying=True, bake_anim_simplify_factor=0.0, bake_anim_step=1.0)
@@ -402,167 +414,6 @@ def read_back(path: Path, scale: float, found: list, source: Clip) -> tuple[tupl
     return (drifts, misses), stands
 
 
-# -- a clip retargeted onto a rig (--onto) -------------------------------------------------
-
-ANGLE_GROUPS = ("orientations",)
-
-
-def retarget(source: Path, output: Path, rig: Path, target_name: str = "", scale: float | None = None) -> dict:
-    """Retarget ``source`` onto a copy of the armature ``target_name`` (or the only one) of the
-    .blend file ``rig``, written to ``output`` (.blend: the rig's file with the clip and the
-    new action; .fbx: the rig alone, its new action baked); returns its report entry. The
-    figures are read from the written file, opened or imported again."""
-    started = time.perf_counter()
-    result = entry(source.name)
-    result["file"] = source.name
-    try:
-        result.update(_retarget(source, output, rig, target_name, scale))
-    except ClipError as error:
-        result["status"] = str(error)
-    except Exception as error:  # noqa: BLE001 - any failure is this clip's, reported in its entry
-        result["status"] = f"failed: {type(error).__name__}: {error}"
-    if result["status"] != "ok":
-        with contextlib.suppress(OSError):
-            output.unlink()
-    result["seconds"] = round(time.perf_counter() - started, 3)
-    return result
-
-
-def _import_clip(source: Path, scale: float | None):
-    suffix = source.suffix.lower()
-    before = set(_armatures())
-    obj, scale = import_bvh(source, scale) if suffix == ".bvh" else import_fbx(source)
-    new = [o for o in _armatures() if o not in before]
-    return (new[0] if new else obj), scale
-
-
-def _open(path: Path, what: str) -> None:
-    try:
-        with quiet():
-            bpy.ops.wm.open_mainfile(filepath=str(path), load_ui=False)
-    except RuntimeError as error:
-        raise ClipError(f"could not open {what} {path.name}: {reason(str(error))}") from None
-    fresh_scene_addons()
-
-
-def fresh_scene_addons() -> None:
-    """The importers and Welman IK ready in whatever file is open."""
-    import addon_utils
-
-    import welman_ik
-
-    for module in ("io_anim_bvh", "io_scene_fbx"):
-        addon_utils.enable(module, default_set=True)
-    if not hasattr(bpy.types.Object, "welman_ik"):
-        welman_ik.register()
-
-
-def _target(name: str, rig: Path):
-    armatures = [o for o in bpy.data.objects if o.type == "ARMATURE"]
-    if name:
-        found = bpy.data.objects.get(name)
-        if found is None or found.type != "ARMATURE":
-            raise ClipError(f"{rig.name} has no armature named '{name}' (it has: "
-                            f"{', '.join(o.name for o in armatures) or 'none'})")
-        return found
-    if len(armatures) != 1:
-        raise ClipError(f"{rig.name} has {len(armatures)} armatures ({', '.join(o.name for o in armatures)}): "
-                        "name the one to retarget onto, --onto RIG.blend:OBJECT" if armatures else
-                        f"{rig.name} has no armature to retarget onto")
-    return armatures[0]
-
-
-def _retarget(source: Path, output: Path, rig: Path, target_name: str, scale: float | None) -> dict:
-    from ..blender.bake import retarget as goals
-    from ..blender.rig.model import RigError
-    from ..blender.rig.retarget_map import retarget_scale
-
-    suffix = source.suffix.lower()
-    if suffix not in FORMATS:
-        raise ClipError(f"not a BVH or FBX file ({source.suffix or 'no suffix'})")
-    if not source.is_file():
-        raise ClipError("no such file")
-    fresh_scene()
-    _, scale = _import_clip(source, scale)  # the clip's unit, found in a scene of its own
-    _open(rig, "the rig file")
-    target = _target(target_name, rig)
-    if target.library is not None or target.data.library is not None:
-        raise ClipError(f"'{target.name}' is linked from a library in {rig.name}: make it local to retarget onto it")
-    clip, _ = _import_clip(source, scale)
-    frames = clip_frames(clip, "the clip has no animation: nothing to retarget")
-    scene = bpy.context.scene
-    scene.frame_start, scene.frame_end = frames[0], frames[-1]
-    for obj in bpy.context.view_layer.objects:
-        obj.select_set(False)
-    bpy.context.view_layer.objects.active = target
-    if target.mode != "POSE":
-        bpy.ops.object.mode_set(mode="POSE")
-    try:
-        ratio = retarget_scale(target, clip)
-    except RigError as error:
-        raise ClipError(str(error)) from None
-    try:
-        with quiet():
-            done = bpy.ops.welman_ik.retarget(source=clip.name, frame_start=frames[0], frame_end=frames[-1],
-                                              scale=ratio)
-    except RuntimeError as error:
-        raise ClipError(f"the retarget was refused: {reason(str(error))}") from None
-    if done != {"FINISHED"}:
-        raise ClipError("the retarget did not finish")
-    # The goals as asked of this rig, world-space per frame, to measure the written file against.
-    found = goals.make(bpy.context, target, clip, list(frames), ratio, True)
-    names = target.name, clip.name
-    bpy.ops.object.mode_set(mode="OBJECT")
-    if output.suffix.lower() == ".fbx":
-        _export_target(target, output, frames)
-        fresh_scene()
-        before = set(_armatures())
-        _call(bpy.ops.import_scene.fbx, "could not read the written FBX", filepath=str(output))
-        written = [o for o in _armatures() if o not in before]
-        if not written:
-            raise ClipError("the written FBX has no armature")
-        target = max(written, key=lambda o: len(o.data.bones))
-    else:
-        with quiet():
-            bpy.ops.wm.save_as_mainfile(filepath=str(output), copy=True)
-        _open(output, "the written file")
-        target = bpy.data.objects[names[0]]
-    if target.animation_data is None or target.animation_data.action is None:
-        raise ClipError("the written file's rig has no action")
-    found.target = target  # the written rig, measured against the same goals
-    misses = {m.group: m for m in goals.measure(found)}
-    out = {"frames": len(frames), "contacts": len(found.plants), "onto": names[0], "scale": scale,
-           "retarget_scale": round(ratio, 6), "action": target.animation_data.action.name,
-           "measured_on": "the written file, " + ("imported again" if output.suffix.lower() == ".fbx" else "opened again")}
-    for group in goals.GROUPS:
-        miss = misses.get(group)
-        key = f"{group}_deg" if group in ANGLE_GROUPS else f"{group}_mm"
-        value = None if miss is None else (math.degrees(miss.error) if group in ANGLE_GROUPS else miss.error * MM)
-        out[key] = None if value is None else round(value, 4)
-    out["slide_after_mm"] = out["max_pin_error_mm"] = out["plants_mm"] if found.plants else 0.0
-    return out
-
-
-def _export_target(target, output: Path, frames: range) -> None:
-    """The rig (and its meshes) alone to an FBX, its assigned action baked on every frame."""
-    for obj in bpy.context.view_layer.objects:
-        obj.select_set(obj == target or obj.parent == target)
-    bpy.context.view_layer.objects.active = target
-    shift_action(target, -FBX_IMPORT_OFFSET)
-    scene = bpy.context.scene
-    scene.frame_start, scene.frame_end = frames[0] - FBX_IMPORT_OFFSET, frames[-1] - FBX_IMPORT_OFFSET
-    try:
-        _call(bpy.ops.export_scene.fbx, "could not write the FBX", filepath=str(output), check_existing=False,
-              use_selection=True, add_leaf_bones=False, bake_anim=True, bake_anim_use_all_actions=False,
-              bake_anim_use_nla_strips=False, bake_anim_force_startend_keying=True, bake_anim_simplify_factor=0.0,
-              bake_anim_step=1.0)
-    finally:
-        shift_action(target, FBX_IMPORT_OFFSET)
-        scene.frame_start, scene.frame_end = frames[0], frames[-1]
-    if not output.is_file():
-        raise ClipError("the exporter wrote no .fbx file")
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m welman_ik.cleanup.job", description=__doc__.splitlines()[0])
     parser.add_argument("source", type=Path)
@@ -575,6 +426,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     feet = [n.strip() for n in args.feet.split(",")] if args.feet else None
     if args.onto:
+        from .onto import retarget
+
         result = retarget(args.source, args.output, args.onto, args.object, args.scale)
     else:
         result = clean(args.source, args.output, feet, args.scale)

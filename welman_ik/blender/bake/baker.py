@@ -30,9 +30,10 @@ from .log import BakeLog
 from .measure import BakeMeasure
 from .plan import BakePlan, check
 from .plants import ease_onto_plants
-from .retarget import GroupMiss, Retarget
+from .retarget import Retarget
 from .retarget import make as retarget_goals
-from .retarget import measure as retarget_measure
+from .retarget_measure import GroupMiss
+from .retarget_measure import measure as retarget_measure
 from .sampling import ClipSampler, direct_sampling
 from .solve import FrameSolver
 

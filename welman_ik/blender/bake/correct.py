@@ -10,7 +10,7 @@ from ...core import SOLVERS, PositionGoal, Problem
 from ..pins.setup import preferred_pose
 from ..rig.evaluated import Measured
 from .keys import write_keys
-from .retarget import missed_frames
+from .retarget_measure import missed_frames
 
 CORRECTION_PASSES = 4  # re-solves of the frames the evaluated pose misses (constrained rigs)
 

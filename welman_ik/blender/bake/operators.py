@@ -23,7 +23,7 @@ from ..rig.retarget_map import retarget_scale, source_armature
 from ..rig.units import length_text
 from . import baker as bake
 from . import contacts as foot_contacts
-from . import retarget
+from . import retarget_measure
 from .edit import MotionEdit
 from .retarget import check_lines
 
@@ -421,10 +421,10 @@ def record_retarget(context, target, baker, misses, started: float) -> None:
     tolerance = settings.tolerance
     by_group = {m.group: m for m in misses}
     plants = by_group.get("plants")
-    worst_place = max((m.error for m in misses if m.group not in retarget.ANGLE_GROUPS), default=0.0)
+    worst_place = max((m.error for m in misses if m.group not in retarget_measure.ANGLE_GROUPS), default=0.0)
     solved = baker.log.solved
     iterations = max((s.result.iterations for s in solved.values()), default=0)
-    message = "largest misses, evaluated, against the scaled source: " + retarget.describe(
+    message = "largest misses, evaluated, against the scaled source: " + retarget_measure.describe(
         context.scene, misses, length_text)
     record(last, Figures(SolveResult(np.zeros(0), iterations, np.zeros(0), True), 0.0,
                          plants.error if plants is not None else 0.0, 1000.0 * (time.perf_counter() - started),

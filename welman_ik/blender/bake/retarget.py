@@ -25,7 +25,6 @@ bone's rest.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -39,10 +38,9 @@ from . import contacts
 
 PLANTS, ENDS, REST = 0, 1, 2  # the goals' priorities
 GROUPS = ("plants", "hips", "hands", "feet", "head", "orientations")
-ANGLE_GROUPS = frozenset({"orientations"})
 
 
-def _unit(rotations: np.ndarray) -> np.ndarray:
+def unit(rotations: np.ndarray) -> np.ndarray:
     """Rotation parts with their columns made unit length (scale taken out)."""
     return rotations / np.linalg.norm(rotations, axis=-2, keepdims=True)
 
@@ -188,8 +186,8 @@ class Retarget:
     def _turn(self, tree, bone: str, world: np.ndarray) -> np.ndarray:
         """The world rotation the joint frame of ``bone`` takes for the bone to have rotation
         ``world``: the bone's rest rotation to its joint frame's, carried along."""
-        frame = _unit(self._rest_frame(tree, bone)[:3, :3])
-        rest = _unit(self.rest[bone][:3, :3])
+        frame = unit(self._rest_frame(tree, bone)[:3, :3])
+        rest = unit(self.rest[bone][:3, :3])
         return world @ rest.T @ frame
 
     def _local(self, tree, bone: str, local: np.ndarray) -> np.ndarray:
@@ -197,7 +195,7 @@ class Retarget:
         its unit axes), in the joint frame of the tree."""
         frame = self._rest_frame(tree, bone)
         rest = self.rest[bone]
-        world = rest[:3, 3] + _unit(rest[:3, :3]) @ local
+        world = rest[:3, 3] + unit(rest[:3, :3]) @ local
         return np.linalg.solve(frame[:3, :3], world - frame[:3, 3])
 
     def _length(self, tree, bone: str) -> float:
@@ -237,7 +235,7 @@ def make(context, target, source, frames: list[int], scale: float, plants: bool)
     def scaled(points):
         return origin_t + scale * (points - origin_s)
 
-    turns = _unit(posed[..., :3, :3]) @ np.swapaxes(_unit(rest_source[:, :3, :3]), -1, -2)  # each bone's turn
+    turns = unit(posed[..., :3, :3]) @ np.swapaxes(unit(rest_source[:, :3, :3]), -1, -2)  # each bone's turn
     hips = retarget.hips()
     hips_path = None
     if hips is not None:
@@ -247,7 +245,7 @@ def make(context, target, source, frames: list[int], scale: float, plants: bool)
     for i, line in enumerate(lines):
         k = column[line.source]
         rest = retarget.rest[line.target]
-        retarget.turns[i] = turns[:, k] @ _unit(rest[:3, :3])
+        retarget.turns[i] = turns[:, k] @ unit(rest[:3, :3])
         retarget.source_places[i] = posed[:, k, :3, 3]
         if not line.place:
             continue
@@ -342,7 +340,7 @@ def _plants(context, retarget: Retarget, lines: list[Line], column: dict, posed:
         leg = contacts.leg_of(source, line.source, roles)
         length = source.data.bones[line.source].length
         heel = posed[:, k, :3, 3]
-        toe = heel + _unit(posed[:, k, :3, :3])[..., 1] * length * np.cbrt(
+        toe = heel + unit(posed[:, k, :3, :3])[..., 1] * length * np.cbrt(
             abs(np.linalg.det(posed[:, k, :3, :3])))[:, None]
         paths = {(line.source, contacts.HEEL): heel, (line.source, contacts.TOE): toe}
         points = [contacts.Point(line.source, contacts.HEEL, leg), contacts.Point(line.source, contacts.TOE, leg)]
@@ -354,98 +352,18 @@ def _plants(context, retarget: Retarget, lines: list[Line], column: dict, posed:
         found = contacts.plants(settings, points, paths, fps)
         rest = retarget.rest[line.target]
         source_heel = rest_source[k, :3, 3]
-        source_toe = source_heel + _unit(rest_source[k, :3, :3])[:, 1] * length * np.cbrt(
+        source_toe = source_heel + unit(rest_source[k, :3, :3])[:, 1] * length * np.cbrt(
             abs(np.linalg.det(rest_source[k, :3, :3])))
         heel_offset = rest[:3, 3] - scaled(source_heel)
         for point, held in found.items():
             at_rest = source_heel if point.anchor == contacts.HEEL else source_toe
             # The target's point under the source's: the scaled source point moved by the heel's
             # rest offset, in the target foot's rest frame.
-            local = _unit(rest[:3, :3]).T @ (scaled(at_rest) + heel_offset - rest[:3, 3])
+            local = unit(rest[:3, :3]).T @ (scaled(at_rest) + heel_offset - rest[:3, 3])
             for plant in held:
                 out.append(Plant(line.target, local, scaled(plant.point) + heel_offset, plant.first, plant.last,
                                  point.anchor == contacts.HEEL))
     return out
-
-
-@dataclass
-class GroupMiss:
-    """A goal group's largest miss over the range: [m], or [rad] for 'orientations'; the
-    frame and bone where it is."""
-
-    group: str
-    error: float
-    frame: int
-    bone: str
-
-
-def errors(retarget: Retarget, frames: list[int] | None = None) -> list[tuple[str, str, np.ndarray]]:
-    """(group, bone, errors (frames,)) of every goal on the pose Blender evaluates from the
-    written action on ``frames`` (None: the whole range): the plants' points from their held
-    places (0 off their frames), the hips', hands', feet's and head's heads from their goal
-    places [m], every turned bone's orientation from its goal [rad]."""
-    target, every = retarget.target, retarget.frames
-    frames = every if frames is None else frames
-    at = np.array([retarget.index(f) for f in frames], dtype=np.intp)
-    bones = retarget.bones
-    column = {name: k for k, name in enumerate(bones)}
-    pose, world = pose_matrices(target, bones, frames)
-    posed = world[:, None] @ pose
-    out = []
-    for plant in retarget.plants:
-        held = (at >= plant.first) & (at <= plant.last)
-        m = posed[:, column[plant.bone]]
-        points = m[:, :3, 3] + _unit(m[:, :3, :3]) @ plant.local
-        out.append(("plants", plant.bone, np.where(held, np.linalg.norm(points - plant.point, axis=1), 0.0)))
-    for i, line in enumerate(retarget.lines):
-        if line.weight <= 0.0:
-            continue
-        m = posed[:, column[line.target]]
-        if line.place and line.base:  # from its base, as it was asked for
-            offset = m[:, :3, 3] - posed[:, column[line.base], :3, 3]
-            out.append((line.group, line.target, np.linalg.norm(offset - retarget.offsets[i][at], axis=1)))
-        elif line.place:
-            out.append((line.group or "hips", line.target,
-                        np.linalg.norm(m[:, :3, 3] - retarget.places[i][at], axis=1)))
-        if line.turn:
-            relative = np.swapaxes(retarget.turns[i][at], -1, -2) @ _unit(m[:, :3, :3])
-            cos = np.clip((np.trace(relative, axis1=-2, axis2=-1) - 1.0) / 2.0, -1.0, 1.0)
-            out.append(("orientations", line.target, np.arccos(cos)))
-    return out
-
-
-def measure(retarget: Retarget) -> list[GroupMiss]:
-    """Each goal group's largest miss on the pose Blender evaluates from the written action
-    (``errors``), with its frame and bone."""
-    worst: dict[str, GroupMiss] = {}
-    for group, bone, found in errors(retarget):
-        if not found.size:
-            continue
-        j = int(np.argmax(found))
-        if group not in worst or found[j] > worst[group].error:
-            worst[group] = GroupMiss(group, float(found[j]), retarget.frames[j], bone)
-    return [worst[g] for g in GROUPS if g in worst]
-
-
-def missed_frames(retarget: Retarget, tolerance: float, frames: list[int] | None = None) -> list[int]:
-    """The frames on which a plant, the hips or a placed end misses by more than ``tolerance``
-    on the evaluated pose (the orientations below them are not counted)."""
-    frames = retarget.frames if frames is None else frames
-    worst = np.zeros(len(frames))
-    for group, _, found in errors(retarget, frames):
-        if group not in ANGLE_GROUPS:
-            worst = np.maximum(worst, found)
-    return [f for f, w in zip(frames, worst) if w > tolerance]
-
-
-def describe(scene, misses: list[GroupMiss], length_text) -> str:
-    """'plants 0.2 mm, hips 0 m, hands 3.1 cm (hand.L, frame 40), ...' in the scene's units."""
-    parts = []
-    for miss in misses:
-        value = f"{math.degrees(miss.error):.1f}\u00b0" if miss.group in ANGLE_GROUPS else length_text(scene,
-                                                                                                      miss.error)
-        parts.append(f"{miss.group} {value} ({miss.bone}, frame {miss.frame})")
-    return ", ".join(parts)
 
 
 def check_lines(target, source) -> None:
