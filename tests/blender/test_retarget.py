@@ -202,6 +202,7 @@ def test_a_nan_scale_is_refused():
     assert target.animation_data is None or target.animation_data.action is None
 
 
+@pytest.mark.once
 def test_joint_ranges_hold_through_a_retarget():
     """The metarig's natural joint ranges set: no bone leaves its range by more than half a
     degree on any frame of the evaluated, retargeted action."""

@@ -71,6 +71,7 @@ def check_written(path: Path, entry: dict) -> None:
     assert abs(measured["plants"] * 1000 - entry["plants_mm"]) <= 1e-3
 
 
+@pytest.mark.once
 def test_onto_a_rig_locally(clips, rig, tmp_path):
     out = tmp_path / "out"
     done = cleanup(clips, "--out", out, "--onto", rig, "--workers", "2")
@@ -94,6 +95,7 @@ def test_onto_a_rig_as_fbx(clips, rig, tmp_path):
     assert (out / "walk.fbx").is_file()
 
 
+@pytest.mark.once
 def test_what_cannot_be_retargeted_onto_is_said(clips, rig, tmp_path):
     # Not a .blend: refused before any clip.
     done = cleanup(clips, "--out", tmp_path / "a", "--onto", clips / "walk.bvh")

@@ -47,7 +47,7 @@ def close_loop(plan, log, sampling, measure, results: dict) -> dict[int, Measure
 def close_retarget_loop(plan, sampling, results: dict, passes: int = CORRECTION_PASSES) -> None:
     """A retarget's own loop: the frames whose evaluated pose misses a plant, the hips or a placed
     end solved again from the baked pose with the tree built there, and written again, at most
-    ``passes`` times while frames miss more than on the pass before."""
+    ``passes`` times while frames miss (a goal out of reach keeps its frame in every pass)."""
     s, retarget = plan.settings, plan.retarget
     frames = missed_frames(retarget, s.tolerance)
     for _ in range(passes):
