@@ -5,6 +5,7 @@ Blender evaluates, apart from what the report says."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -245,27 +246,43 @@ def wait_for_workers(address: str, count: int, seconds: float = 60.0) -> None:
         client.wait_for_workers(count, timeout=seconds)
 
 
-@pytest.mark.once
-def test_a_folder_through_a_dask_scheduler_and_two_workers(folder, tmp_path):
-    import distributed  # noqa: F401 - installed by the requirements: missing is a failure, not a skip
+@contextlib.contextmanager
+def dask_cluster(folder: Path, workers: int = 2):
+    """A Dask scheduler and ``workers`` single-threaded workers ('worker0', ...) started as real
+    processes (their logs in ``folder/logs``), ended on leaving; yields the scheduler's address."""
     address = f"tcp://127.0.0.1:{free_port()}"
     port = address.rsplit(":", 1)[1]
-    logs = tmp_path / "logs"
+    logs = folder / "logs"
     logs.mkdir()
     processes = []
 
     def start(name, *args):
         log = (logs / f"{name}.log").open("w")
         processes.append(subprocess.Popen([sys.executable, "-m", *args], stdout=log, stderr=subprocess.STDOUT,
-                                          env=environment(), cwd=tmp_path))
+                                          env=environment(), cwd=folder))
 
     try:
         start("scheduler", "distributed.cli.dask_scheduler", "--host", "127.0.0.1", "--port", port,
               "--no-dashboard")
-        for i in range(2):
+        for i in range(workers):
             start(f"worker{i}", "distributed.cli.dask_worker", address, "--nthreads", "1", "--no-dashboard",
                   "--name", f"worker{i}")
-        wait_for_workers(address, 2)
+        wait_for_workers(address, workers)
+        yield address
+    finally:
+        for process in reversed(processes):
+            process.terminate()
+        for process in processes:
+            try:
+                process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                process.kill()
+
+
+@pytest.mark.once
+def test_a_folder_through_a_dask_scheduler_and_two_workers(folder, tmp_path):
+    import distributed  # noqa: F401 - installed by the requirements: missing is a failure, not a skip
+    with dask_cluster(tmp_path) as address:
         out = tmp_path / "cleaned"
         started = time.perf_counter()
         done = cleanup(folder, "--out", out, "--scheduler", address)
@@ -276,14 +293,6 @@ def test_a_folder_through_a_dask_scheduler_and_two_workers(folder, tmp_path):
         check_cleaned(out, entries["pymo_walk.bvh"])
         # Both workers took clips (each entry names the Dask worker that ran it).
         assert {e["worker"] for e in entries.values() if e["status"] == "ok"} == {"worker0", "worker1"}, entries
-    finally:
-        for process in reversed(processes):
-            process.terminate()
-        for process in processes:
-            try:
-                process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                process.kill()
 
 
 def test_equal_points_have_no_extent():

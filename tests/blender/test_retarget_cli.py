@@ -6,8 +6,6 @@ here and measured on the evaluated pose, apart from what the report says."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -15,7 +13,7 @@ import bpy
 import pytest
 import scenes
 from conftest import FIXTURES
-from test_cleanup_cli import cleanup, environment, free_port, wait_for_workers
+from test_cleanup_cli import cleanup, dask_cluster
 
 from welman_ik.blender.bake import retarget as goals
 from welman_ik.blender.bake.retarget_measure import measure
@@ -119,24 +117,7 @@ def test_what_cannot_be_retargeted_onto_is_said(clips, rig, tmp_path):
 def test_onto_a_rig_through_a_dask_scheduler_and_two_workers(clips, rig, tmp_path):
     import distributed  # noqa: F401 - installed by the requirements: missing is a failure, not a skip
 
-    address = f"tcp://127.0.0.1:{free_port()}"
-    port = address.rsplit(":", 1)[1]
-    logs = tmp_path / "logs"
-    logs.mkdir()
-    processes = []
-
-    def start(name, *args):
-        log = (logs / f"{name}.log").open("w")
-        processes.append(subprocess.Popen([sys.executable, "-m", *args], stdout=log, stderr=subprocess.STDOUT,
-                                          env=environment(), cwd=tmp_path))
-
-    try:
-        start("scheduler", "distributed.cli.dask_scheduler", "--host", "127.0.0.1", "--port", port,
-              "--no-dashboard")
-        for i in range(2):
-            start(f"worker{i}", "distributed.cli.dask_worker", address, "--nthreads", "1", "--no-dashboard",
-                  "--name", f"worker{i}")
-        wait_for_workers(address, 2)
+    with dask_cluster(tmp_path) as address:
         out = tmp_path / "out"
         started = time.perf_counter()
         done = cleanup(clips, "--out", out, "--onto", rig, "--scheduler", address)
@@ -146,11 +127,3 @@ def test_onto_a_rig_through_a_dask_scheduler_and_two_workers(clips, rig, tmp_pat
         assert {e["worker"] for e in entries.values()} == {"worker0", "worker1"}, entries
         for name, entry in entries.items():
             check_written(out / name.replace(".bvh", ".blend"), entry)
-    finally:
-        for process in reversed(processes):
-            process.terminate()
-        for process in processes:
-            try:
-                process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                process.kill()

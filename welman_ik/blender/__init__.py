@@ -9,12 +9,14 @@ from __future__ import annotations
 import bpy
 
 from .bake import operators as bake_operators
+from .bake import retarget_operator
 from .drag import operator as drag_operator
 from .pins import operators as pin_operators
 from .rig import presets, properties, retarget_map, views
 from .ui import overlay, panel, preferences, retarget_panel
 
 CLASSES = (preferences.CLASSES + pin_operators.CLASSES + drag_operator.CLASSES + bake_operators.CLASSES
+           + retarget_operator.CLASSES
            + presets.CLASSES + retarget_map.CLASSES + panel.CLASSES + retarget_panel.CLASSES)
 
 

@@ -22,7 +22,7 @@ import os
 import re
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -286,10 +286,16 @@ def shift_action(obj, frames: float) -> None:
 def clean(source: Path, output: Path, feet: Sequence[str] | None = None, scale: float | None = None) -> dict:
     """Clean ``source`` into ``output`` (a BVH or FBX file); returns its report entry. A clip
     that cannot be cleaned gets its reason as ``status`` and no output file."""
+    return run_clip(source.name, output, lambda: _clean(source, output, feet, scale))
+
+
+def run_clip(name: str, output: Path, work: Callable[[], dict]) -> dict:
+    """The report entry of clip ``name``: ``work()``'s fields, or its failure as ``status`` and
+    no ``output`` file left behind; the seconds it took."""
     started = time.perf_counter()
-    result = entry(source.name)
+    result = entry(name)
     try:
-        result.update(_clean(source, output, feet, scale))
+        result.update(work())
     except ClipError as error:
         result["status"] = str(error)
     except Exception as error:  # noqa: BLE001 - any failure is this clip's, reported in its entry

@@ -6,9 +6,7 @@ there, on the evaluated pose. Run by ``job.main`` with ``--onto``."""
 
 from __future__ import annotations
 
-import contextlib
 import math
-import time
 from pathlib import Path
 
 import bpy
@@ -27,9 +25,9 @@ from .job import (
     import_fbx,
     quiet,
     reason,
+    run_clip,
     shift_action,
 )
-from .report import entry
 
 ANGLE_GROUPS = ("orientations",)
 
@@ -39,20 +37,7 @@ def retarget(source: Path, output: Path, rig: Path, target_name: str = "", scale
     .blend file ``rig``, written to ``output`` (.blend: the rig's file with the clip and the
     new action; .fbx: the rig alone, its new action baked); returns its report entry. The
     figures are read from the written file, opened or imported again."""
-    started = time.perf_counter()
-    result = entry(source.name)
-    result["file"] = source.name
-    try:
-        result.update(_retarget(source, output, rig, target_name, scale))
-    except ClipError as error:
-        result["status"] = str(error)
-    except Exception as error:  # noqa: BLE001 - any failure is this clip's, reported in its entry
-        result["status"] = f"failed: {type(error).__name__}: {error}"
-    if result["status"] != "ok":
-        with contextlib.suppress(OSError):
-            output.unlink()
-    result["seconds"] = round(time.perf_counter() - started, 3)
-    return result
+    return run_clip(source.name, output, lambda: _retarget(source, output, rig, target_name, scale))
 
 
 def _import_clip(source: Path, scale: float | None):

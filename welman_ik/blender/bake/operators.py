@@ -3,29 +3,21 @@ detect_contacts, jump_to_frame, and ``report_baked``, what a bake or an edit say
 
 from __future__ import annotations
 
-import math
-import time
-
 import bpy
 import numpy as np
-from bpy.props import BoolProperty, EnumProperty, FloatProperty, IntProperty, StringProperty
+from bpy.props import BoolProperty, EnumProperty, FloatProperty, IntProperty
 
-from ...core import SolveResult
 from ..drag import session, solver
 from ..drag.operator import ModalDrag
 from ..drag.state import DRAG_STATE
-from ..pins.figures import Figures, record
-from ..rig import keyframes, views
+from ..rig import keyframes
 from ..rig.model import RigError
 from ..rig.polls import ArmatureOperator, SelectionOperator, animation_refusal
-from ..rig.retarget_map import fill as fill_map
-from ..rig.retarget_map import retarget_scale, source_armature
 from ..rig.units import length_text
 from . import baker as bake
 from . import contacts as foot_contacts
-from . import retarget_measure
 from .edit import MotionEdit
-from .retarget import check_lines
+from .slices import Slices
 
 
 class WELMAN_IK_OT_detect_contacts(SelectionOperator, bpy.types.Operator):
@@ -157,28 +149,6 @@ class WELMAN_IK_OT_jump_to_frame(bpy.types.Operator):
         return {"FINISHED"}
 
 
-BAKE_SLICE = 0.1  # seconds of baking between redraws of the progress
-
-
-class Slices:
-    """A modal operator that works in slices on a timer, with Blender's progress bar and a
-    status text (``_begin``, ``_end``)."""
-
-    def _begin(self, context, total: int) -> set:
-        wm = context.window_manager
-        wm.progress_begin(0, total)
-        self._timer = wm.event_timer_add(0.001, window=context.window)
-        wm.modal_handler_add(self)
-        return {"RUNNING_MODAL"}
-
-    def _end(self, context) -> None:
-        wm = context.window_manager
-        wm.event_timer_remove(self._timer)
-        wm.progress_end()
-        context.workspace.status_text_set(None)
-        views.redraw()  # the new action, Last Solve and the missed frames
-
-
 class WELMAN_IK_OT_bake(Slices, ArmatureOperator, bpy.types.Operator):
     """Enforce the pins through every frame of the animation, into a new action (the original is kept)"""
 
@@ -241,202 +211,31 @@ class WELMAN_IK_OT_bake(Slices, ArmatureOperator, bpy.types.Operator):
         if not self.properties.is_property_set("frame_end"):
             self.frame_end = scene.frame_end
         try:
-            self._baker = bake.Baker(context, context.object, self.frame_start, self.frame_end, self.step,
-                                     self.root_override())
+            baker = bake.Baker(context, context.object, self.frame_start, self.frame_end, self.step,
+                               self.root_override())
         except RigError as error:
             self.report({"ERROR"}, str(error))
             return {"CANCELLED"}
-        return self._begin(context, len(self._baker.frames))
+        return self._begin(context, baker)
 
-    def modal(self, context, event):
-        baker = self._baker
-        if event.type == "ESC" and event.value == "PRESS":
-            baker.abort()
-            self._end(context)
-            self.report({"INFO"}, "Bake cancelled; nothing was changed")
-            return {"CANCELLED"}
-        if event.type != "TIMER":
-            return {"RUNNING_MODAL"}
-        try:
-            started = time.perf_counter()
-            while not baker.done and time.perf_counter() - started < BAKE_SLICE:
-                error = baker.next()
-            baker.show_start()
-            context.window_manager.progress_update(baker.index)
-            context.workspace.status_text_set(
-                f"Welman IK bake: frame {baker.frames[baker.index - 1]} ({baker.index}/{len(baker.frames)}), "
+    noun = "Bake"
+
+    def _status(self, context, baker, error) -> str:
+        return (f"Welman IK bake: frame {baker.frames[baker.index - 1]} ({baker.index}/{len(baker.frames)}), "
                 f"pin error {length_text(context.scene, error)}  |  Esc cancels")
-            if not baker.done:
-                return {"RUNNING_MODAL"}
-            action = baker.finish()
-        except Exception as error:  # noqa: BLE001 - leave nothing behind, say why
-            baker.abort()
-            self._end(context)
-            self.report({"ERROR"}, f"The bake failed ({type(error).__name__}: {error}); nothing was changed")
-            return {"CANCELLED"}
-        self._end(context)
+
+    def _between(self, baker) -> None:
+        baker.show_start()
+
+    def _failed(self, error: Exception) -> set:
+        self.report({"ERROR"}, f"The bake failed ({type(error).__name__}: {error}); nothing was changed")
+        return {"CANCELLED"}
+
+    def _finished(self, context, baker, action) -> set:
         self._report_done(baker, action)
         return {"FINISHED"}
 
-class WELMAN_IK_OT_retarget(Slices, ArmatureOperator, bpy.types.Operator):
-    """Bake the motion of another armature onto this one by the retarget map, with its foot contacts planted, into \
-a new action (every existing action is kept)"""
-
-    bl_idname = "welman_ik.retarget"
-    bl_label = "Retarget"
-
-    source: StringProperty(name="Source", description="The armature that carries the motion (empty: the panel's "
-                                                        "Source)")
-    frame_start: IntProperty(name="Start", default=0, min=0, description="First frame (0: the source action's first)")
-    frame_end: IntProperty(name="End", default=0, min=0, description="Last frame (0: the source action's last)")
-    scale: FloatProperty(name="Scale", default=0.0, min=0.0,
-                         description="How many times larger this armature is than the source (0: the ratio of "
-                                     "their leg lengths, hip to ankle)")
-    plants: BoolProperty(name="Plants", default=True,
-                         description="Hold this armature's feet where the source's feet are planted")
-
-    def _inputs(self, context):
-        """(source, frames, scale, body parts not mapped), or None once the refusal is reported."""
-        if self.refused(context):
-            return None
-        target = context.object
-        chosen = target.welman_ik.retarget_source
-        name = self.source or (chosen.name if chosen is not None else "")
-        try:
-            return retarget_inputs(target, name, self.frame_start, self.frame_end, self.scale)
-        except RigError as error:
-            self.report({"ERROR"}, str(error))
-            return None
-
-    def _failed(self, error: Exception) -> set:
-        self.report({"ERROR"}, str(error) if isinstance(error, RigError) else
-                    f"The retarget failed ({type(error).__name__}: {error}); nothing was changed")
-        return {"CANCELLED"}
-
-    def _done(self, context, run, misses, source, scale: float, missing, started: float) -> set:
-        target = context.object
-        record_retarget(context, target, run.baker, misses, started)
-        note = f"; not mapped: {'; '.join(missing)}" if missing else ""
-        text = (f"Retargeted {len(run.frames)} frames from '{source.name}' (scale {scale:.3g}) into "
-                f"'{run.action.name}'; {target.welman_ik.last_solve.message}{note}")
-        self.report({"INFO"} if target.welman_ik.last_solve.converged else {"WARNING"}, text)
-        return {"FINISHED"}
-
-    def execute(self, context):
-        started = time.perf_counter()
-        found = self._inputs(context)
-        if found is None:
-            return {"CANCELLED"}
-        source, frames, scale, missing = found
-        wm = context.window_manager
-        wm.progress_begin(0, len(frames))
-        try:
-            run = bake.RetargetRun(context, context.object, source, frames, scale, self.plants)
-            try:
-                while not run.done:
-                    run.next()
-                    wm.progress_update(run.index)
-                misses = run.finish()
-            except Exception:
-                run.abort()
-                raise
-        except Exception as error:  # noqa: BLE001 - leave nothing behind, say why
-            return self._failed(error)
-        finally:
-            wm.progress_end()
-        return self._done(context, run, misses, source, scale, missing, started)
-
-    # Interactive: a few frames per timer tick, with the progress bar and a status text; Esc
-    # cancels and leaves nothing behind.
-    def invoke(self, context, event):
-        self._started = time.perf_counter()
-        found = self._inputs(context)
-        if found is None:
-            return {"CANCELLED"}
-        self._found = found
-        source, frames, scale, _ = found
-        try:
-            self._run = bake.RetargetRun(context, context.object, source, frames, scale, self.plants)
-        except Exception as error:  # noqa: BLE001 - leave nothing behind, say why
-            return self._failed(error)
-        return self._begin(context, len(frames))
-
-    def modal(self, context, event):
-        run = self._run
-        if event.type == "ESC" and event.value == "PRESS":
-            run.abort()
-            self._end(context)
-            self.report({"INFO"}, "Retarget cancelled; nothing was changed")
-            return {"CANCELLED"}
-        if event.type != "TIMER":
-            return {"RUNNING_MODAL"}
-        try:
-            started = time.perf_counter()
-            while not run.done and time.perf_counter() - started < BAKE_SLICE:
-                run.next()
-            context.window_manager.progress_update(run.index)
-            context.workspace.status_text_set(
-                f"Welman IK retarget: frame {run.frames[run.index - 1]} ({run.index}/{len(run.frames)})  |  "
-                "Esc cancels")
-            if not run.done:
-                return {"RUNNING_MODAL"}
-            misses = run.finish()
-        except Exception as error:  # noqa: BLE001 - leave nothing behind, say why
-            run.abort()
-            self._end(context)
-            return self._failed(error)
-        self._end(context)
-        source, _, scale, missing = self._found
-        return self._done(context, run, misses, source, scale, missing, self._started)
-
-
-def retarget_inputs(target, name: str, frame_start: int, frame_end: int, scale: float):
-    """(source, frames, scale, body parts not mapped) of a retarget onto ``target``, or RigError
-    saying why it cannot be (nothing changed). An empty map is filled from both rigs' names."""
-    source = source_armature(target, name)
-    ad = source.animation_data
-    if ad is None or ad.action is None:
-        raise RigError(f"The source '{source.name}' has no action to retarget")
-    if not math.isfinite(scale) or scale < 0.0:
-        raise RigError(f"The scale must be a finite number, 0 or more (got {scale})")
-    if scale > 1e4 or (0.0 < scale < 1e-4):
-        raise RigError(f"A scale of {scale:g} is absurd: give the ratio of the two rigs' sizes, or 0 for automatic")
-    first, last = (round(f) for f in ad.action.frame_range)
-    frames = list(range(frame_start or first, (frame_end or last) + 1))
-    if not frames:
-        raise RigError(f"The frame range ends ({frame_end or last}) before it starts ({frame_start or first})")
-    missing = []
-    if not len(target.welman_ik.retarget_map):
-        missing = fill_map(target, source)
-    check_lines(target, source)
-    scale = scale or retarget_scale(target, source)
-    return source, frames, scale, missing
-
-
-def record_retarget(context, target, baker, misses, started: float) -> None:
-    """A retarget's figures in ``last_solve``: the plants' largest miss as the pin error, each
-    goal group's largest miss in ``groups`` and in the message, all evaluated."""
-    settings = target.welman_ik
-    last = settings.last_solve
-    tolerance = settings.tolerance
-    by_group = {m.group: m for m in misses}
-    plants = by_group.get("plants")
-    worst_place = max((m.error for m in misses if m.group not in retarget_measure.ANGLE_GROUPS), default=0.0)
-    solved = baker.log.solved
-    iterations = max((s.result.iterations for s in solved.values()), default=0)
-    message = "largest misses, evaluated, against the scaled source: " + retarget_measure.describe(
-        context.scene, misses, length_text)
-    record(last, Figures(SolveResult(np.zeros(0), iterations, np.zeros(0), True), 0.0,
-                         plants.error if plants is not None else 0.0, 1000.0 * (time.perf_counter() - started),
-                         converged=worst_place <= tolerance, message=message))
-    last.groups.clear()
-    for miss in misses:
-        item = last.groups.add()
-        item.group, item.error, item.frame, item.bone = miss.group, miss.error, miss.frame, miss.bone
-
-
 CLASSES = (
-    WELMAN_IK_OT_retarget,
     WELMAN_IK_OT_jump_to_frame,
     WELMAN_IK_OT_bake,
     WELMAN_IK_OT_detect_contacts,

@@ -32,7 +32,7 @@ import numpy as np
 from ...core import OrientationGoal, PositionGoal, TogetherGoal
 from ...core.anatomy.retarget import retarget_roles
 from ..rig.body import pose_matrices, rest_ends, rest_matrices
-from ..rig.model import RigError
+from ..rig.model import RigError, chain_to_root
 from ..rig.retarget_map import bone_tree
 from . import contacts
 
@@ -99,7 +99,6 @@ class Retarget:
     turns: dict[int, np.ndarray] = field(default_factory=dict)
     plants: list[Plant] = field(default_factory=list)
     rest: dict[str, np.ndarray] = field(default_factory=dict)  # target bone -> its rest world matrix (4, 4)
-    source_places: dict[int, np.ndarray] = field(default_factory=dict)  # line -> the source bone's head (frames, 3)
     offsets: dict[int, np.ndarray] = field(default_factory=dict)  # a hand's line -> its place from its base (frames, 3)
 
     @property
@@ -215,14 +214,17 @@ def make(context, target, source, frames: list[int], scale: float, plants: bool)
                                                                                                        ""))))
     placed = [i for i, line in enumerate(lines) if line.place and not line.group]
     if placed:  # the body's root: the placed line nearest the source's root that is not an end
-        depth = {name: len(_ancestry(source, name)) for name in (lines[i].source for i in placed)}
+        depth = {name: len(chain_to_root(source.pose.bones[name])) for name in (lines[i].source for i in placed)}
         lines[min(placed, key=lambda i: depth[lines[i].source])].group = "hips"
     hips_source = next((line.source for line in lines if line.group == "hips"), None)
     for line in lines:
         line.trunk = line.source == hips_source or source_roles.get(line.source, "").startswith(TRUNK_ROLES)
     retarget = Retarget(target, source, scale, frames, lines)
-    anchors = _anchors(target, source, lines)
-    source_bones = sorted({line.source for line in lines} | {a for a, *_ in anchors.values() if a is not None})
+    anchors = _anchors(target, source, lines, source_roles)
+    legs = {line.source: contacts.leg_of(source, line.source, source_roles)
+            for line in lines if plants and line.group == "feet" and line.place}
+    source_bones = sorted({line.source for line in lines} | {a for a, *_ in anchors.values() if a is not None}
+                          | {bone for leg in legs.values() if leg is not None for bone in leg})
     column = {name: k for k, name in enumerate(source_bones)}
     pose, world = pose_matrices(source, source_bones, frames)
     posed = world[:, None] @ pose  # (frames, bones, 4, 4) in the world
@@ -246,7 +248,6 @@ def make(context, target, source, frames: list[int], scale: float, plants: bool)
         k = column[line.source]
         rest = retarget.rest[line.target]
         retarget.turns[i] = turns[:, k] @ unit(rest[:3, :3])
-        retarget.source_places[i] = posed[:, k, :3, 3]
         if not line.place:
             continue
         if line.group in {"hips", "feet"} or hips_path is None:
@@ -267,7 +268,7 @@ def make(context, target, source, frames: list[int], scale: float, plants: bool)
         line.base = base
         retarget.offsets[i] = scale * (posed[:, k, :3, 3] - shoulder)
     if plants:
-        retarget.plants = _plants(context, retarget, lines, column, posed, rest_source, scaled)
+        retarget.plants = _plants(context, retarget, legs, column, posed, rest_source, scaled)
     lifts = retarget.lifts()
     lift = np.mean(list(lifts.values()), axis=0) if lifts else np.zeros(len(frames))
     for i, place in retarget.places.items():
@@ -277,7 +278,7 @@ def make(context, target, source, frames: list[int], scale: float, plants: bool)
     return retarget
 
 
-def _anchors(target, source, lines: list[Line]) -> dict[str, tuple[str | None, float, str]]:
+def _anchors(target, source, lines: list[Line], source_roles: dict) -> dict[str, tuple[str | None, float, str]]:
     """Per placed end of the source (a hand, the head): the source bone its limb starts at (the
     upper arm for a hand; None for the head) and how many times longer the target's trunk is
     from the hips to there (to the head itself for the head), in the rest pose; and the target
@@ -286,7 +287,6 @@ def _anchors(target, source, lines: list[Line]) -> dict[str, tuple[str | None, f
     if hips is None:
         return {}
     target_roles = retarget_roles(*bone_tree(target))[1]
-    source_roles = retarget_roles(*bone_tree(source))[1]
     target_ends = {n: ends for n, ends in zip(target.data.bones.keys(), rest_ends(target, world=True))}
     source_ends = {n: ends for n, ends in zip(source.data.bones.keys(), rest_ends(source, world=True))}
 
@@ -311,49 +311,34 @@ def _anchors(target, source, lines: list[Line]) -> dict[str, tuple[str | None, f
     return out
 
 
-def _ancestry(obj, name: str) -> list[str]:
-    bone = obj.data.bones[name]
-    out = []
-    while bone is not None:
-        out.append(bone.name)
-        bone = bone.parent
-    return out
+def _tail(matrices: np.ndarray, length: float) -> np.ndarray:
+    """The tail of a bone ``length`` long (rest length) whose world matrices are ``matrices``
+    (..., 4, 4): its head plus its Y axis, the matrix's scale included."""
+    rotations = matrices[..., :3, :3]
+    scale = np.cbrt(np.abs(np.linalg.det(rotations)))[..., None]
+    return matrices[..., :3, 3] + unit(rotations)[..., 1] * length * scale
 
 
-def _plants(context, retarget: Retarget, lines: list[Line], column: dict, posed: np.ndarray,
+def _plants(context, retarget: Retarget, legs: dict, column: dict, posed: np.ndarray,
             rest_source: np.ndarray, scaled) -> list[Plant]:
     """The source's foot contacts (``contacts.plants`` under the target's contact settings, on
-    each mapped foot's head and tail), each a plant of the target foot that follows it: the
-    point of the target foot where the source's heel or toe is in the rest pose, scaled."""
+    the head and tail of each mapped foot, ``legs``: foot -> (thigh, shin) or None), each a plant
+    of the target foot that follows it: the point of the target foot where the source's heel or
+    toe is in the rest pose, scaled. ``posed``: the sampled source, its bones at ``column``."""
     source, settings = retarget.source, retarget.target.welman_ik
-    feet = [line for line in lines if line.group == "feet" and line.place]
-    if not feet:
-        return []
-    names = [b.name for b in source.data.bones]
-    parents = {b.name: (b.parent.name if b.parent else None) for b in source.data.bones}
-    roles = retarget_roles(names, parents)[1]
     scene = context.scene
     fps = scene.render.fps / scene.render.fps_base
     out = []
-    for line in feet:
-        k = column[line.source]
-        leg = contacts.leg_of(source, line.source, roles)
+    for line in (line for line in retarget.lines if line.source in legs):
+        k, leg = column[line.source], legs[line.source]
         length = source.data.bones[line.source].length
-        heel = posed[:, k, :3, 3]
-        toe = heel + unit(posed[:, k, :3, :3])[..., 1] * length * np.cbrt(
-            abs(np.linalg.det(posed[:, k, :3, :3])))[:, None]
-        paths = {(line.source, contacts.HEEL): heel, (line.source, contacts.TOE): toe}
+        paths = {(line.source, contacts.HEEL): posed[:, k, :3, 3],
+                 (line.source, contacts.TOE): _tail(posed[:, k], length)}
+        paths.update({(name, 0.0): posed[:, column[name], :3, 3] for name in leg or ()})
         points = [contacts.Point(line.source, contacts.HEEL, leg), contacts.Point(line.source, contacts.TOE, leg)]
-        if leg is not None:
-            leg_bones = list(leg)
-            leg_pose = pose_matrices(source, leg_bones, retarget.frames)
-            for j, name in enumerate(leg_bones):
-                paths[(name, 0.0)] = (leg_pose[1][:, None] @ leg_pose[0])[:, j, :3, 3]
         found = contacts.plants(settings, points, paths, fps)
         rest = retarget.rest[line.target]
-        source_heel = rest_source[k, :3, 3]
-        source_toe = source_heel + unit(rest_source[k, :3, :3])[:, 1] * length * np.cbrt(
-            abs(np.linalg.det(rest_source[k, :3, :3])))
+        source_heel, source_toe = rest_source[k, :3, 3], _tail(rest_source[k], length)
         heel_offset = rest[:3, 3] - scaled(source_heel)
         for point, held in found.items():
             at_rest = source_heel if point.anchor == contacts.HEEL else source_toe
