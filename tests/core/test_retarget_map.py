@@ -7,6 +7,7 @@ from __future__ import annotations
 import itertools
 from pathlib import Path
 
+import numpy as np
 import pytest
 from fixture_skeletons import bvh_joints
 
@@ -477,6 +478,18 @@ def test_leg_length_is_hip_to_ankle():
     assert leg_length(*legs(2.0, sides=("R",))) == pytest.approx(1.8)
 
 
+def test_leg_length_is_the_same_with_the_rest_knee_bent():
+    """A rest posed mid-stride (the knee bent 60 degrees, the shin swung back) measures the leg
+    along its joints, as long as it measures standing straight."""
+    points, roles = legs(1.0)
+    for side, x in (("L", 0.1), ("R", -0.1)):
+        knee = np.array([x, 0.0, 0.55])
+        ankle = knee + 0.45 * np.array([0.0, np.sin(np.radians(60.0)), -np.cos(np.radians(60.0))])
+        points[f"shin.{side}"] = (tuple(knee), tuple(ankle))
+        points[f"foot.{side}"] = (tuple(ankle), (x, 0.0, 0.0))
+    assert leg_length(points, roles) == pytest.approx(0.9)
+
+
 def test_a_target_twice_as_tall_scales_by_two():
     assert leg_scale(*legs(2.0), *legs(1.0)) == pytest.approx(2.0)
     assert leg_scale(*legs(1.0), *legs(4.0)) == pytest.approx(0.25)
@@ -511,7 +524,8 @@ def test_leg_length_without_a_whole_leg_is_an_error():
 def test_leg_scale_of_a_zero_or_broken_leg_is_an_error():
     flat, roles = legs(1.0)
     for side in ("L", "R"):
-        flat[f"foot.{side}"] = (flat[f"thigh.{side}"][0], (0.0, 0.0, 0.0))  # ankle on the hip
+        flat[f"shin.{side}"] = (flat[f"thigh.{side}"][0], flat[f"thigh.{side}"][0])  # knee and ankle on the hip
+        flat[f"foot.{side}"] = (flat[f"thigh.{side}"][0], (0.0, 0.0, 0.0))
     with pytest.raises(ValueError, match="finite and positive"):
         leg_scale(*legs(1.0), flat, roles)
     with pytest.raises(ValueError, match="finite and positive"):

@@ -21,6 +21,7 @@ import numpy as np
 
 from ..rig import driven, keyframes
 from ..rig.channels import PoseSnapshot
+from . import retarget_gates
 from .correct import close_loop, close_retarget_loop
 from .edit import MotionEdit, surrounding_keys
 from .frames import pins_on
@@ -33,7 +34,6 @@ from .plants import ease_onto_plants
 from .retarget import Retarget
 from .retarget import make as retarget_goals
 from .retarget_measure import GroupMiss
-from .retarget_measure import measure as retarget_measure
 from .sampling import ClipSampler, direct_sampling
 from .solve import FrameSolver
 
@@ -182,6 +182,7 @@ class RetargetRun:
     def __init__(self, context, target, source, frames: list[int], scale: float, plants: bool = True):
         self.retarget = retarget_goals(context, target, source, frames, scale, plants)
         self.target, self.baker = target, None
+        self.gates: list = []  # each gate of the written action (``retarget_gates``), once finished
         self.created = target.animation_data is None
         self.before = (target.animation_data or target.animation_data_create()).action
         self.snapshot = PoseSnapshot(target)
@@ -205,7 +206,8 @@ class RetargetRun:
         """Write the keys, solve again what the evaluated pose misses, and return each goal
         group's largest miss, evaluated."""
         self.baker.finish(in_place=True)
-        return retarget_measure(self.retarget)
+        misses, self.gates = retarget_gates.evaluate(self.retarget)
+        return misses
 
     def abort(self) -> None:
         target = self.target

@@ -34,7 +34,7 @@ from ...core.anatomy.retarget import retarget_roles
 from ..rig.body import pose_matrices, rest_ends, rest_matrices
 from ..rig.model import RigError, chain_to_root
 from ..rig.retarget_map import bone_tree
-from . import contacts
+from . import contacts, retarget_pose
 
 PLANTS, ENDS, REST = 0, 1, 2  # the goals' priorities
 GROUPS = ("plants", "hips", "hands", "feet", "head", "orientations")
@@ -45,6 +45,7 @@ def unit(rotations: np.ndarray) -> np.ndarray:
     return rotations / np.linalg.norm(rotations, axis=-2, keepdims=True)
 
 
+LIMB_PARTS = frozenset({"thigh", "shin", "foot", "upper_arm", "forearm", "hand"})  # the source bones the gates read
 TRUNK_ROLES = ("spine", "chest", "neck", "clavicle", "hips", "pelvis", "torso")
 
 
@@ -100,6 +101,8 @@ class Retarget:
     plants: list[Plant] = field(default_factory=list)
     rest: dict[str, np.ndarray] = field(default_factory=dict)  # target bone -> its rest world matrix (4, 4)
     offsets: dict[int, np.ndarray] = field(default_factory=dict)  # a hand's line -> its place from its base (frames, 3)
+    reference: int = 0  # the frame (index) on which the target was lined up with the source
+    source_heads: dict[str, np.ndarray] = field(default_factory=dict)  # source bone -> its head (frames, 3), world
 
     @property
     def bones(self) -> list[str]:
@@ -203,9 +206,12 @@ class Retarget:
 
 
 def make(context, target, source, frames: list[int], scale: float, plants: bool) -> Retarget:
-    """Sample ``source`` over ``frames``, scaled by ``scale`` onto ``target``, by ``target``'s map."""
+    """Sample ``source`` over ``frames``, scaled by ``scale`` onto ``target``, by ``target``'s map.
+    Nothing here reads the source's rest pose but its bones' lengths and its root's place, so
+    a clip laid out in any rest gives the same goals."""
     settings = target.welman_ik
     source_roles = retarget_roles(*bone_tree(source))[1]
+    target_roles = retarget_roles(*bone_tree(target))[1]
     lines = []
     for item in settings.retarget_map:
         kind = item.kind
@@ -220,55 +226,84 @@ def make(context, target, source, frames: list[int], scale: float, plants: bool)
     for line in lines:
         line.trunk = line.source == hips_source or source_roles.get(line.source, "").startswith(TRUNK_ROLES)
     retarget = Retarget(target, source, scale, frames, lines)
-    anchors = _anchors(target, source, lines, source_roles)
+    anchors = _anchors(target, source, lines, source_roles, target_roles)
     legs = {line.source: contacts.leg_of(source, line.source, source_roles)
             for line in lines if plants and line.group == "feet" and line.place}
+    body_s, body_t = retarget_pose.body_bones(source_roles), retarget_pose.body_bones(target_roles)
     source_bones = sorted({line.source for line in lines} | {a for a, *_ in anchors.values() if a is not None}
-                          | {bone for leg in legs.values() if leg is not None for bone in leg})
+                          | {bone for leg in legs.values() if leg is not None for bone in leg}
+                          | {b for b in body_s if b}
+                          | {n for n, r in source_roles.items() if r.partition(".")[0] in LIMB_PARTS})
     column = {name: k for k, name in enumerate(source_bones)}
     pose, world = pose_matrices(source, source_bones, frames)
     posed = world[:, None] @ pose  # (frames, bones, 4, 4) in the world
     rest_source = np.array(world[0]) @ rest_matrices(source, source_bones)
     target_world = np.array(target.matrix_world, dtype=float)
-    target_rest = target_world @ rest_matrices(target, sorted({line.target for line in lines}))
-    retarget.rest = dict(zip(sorted({line.target for line in lines}), target_rest))
+    targets = sorted({line.target for line in lines})
+    retarget.rest = dict(zip(targets, target_world @ rest_matrices(target, targets)))
+    target_heads = dict(zip(target.data.bones.keys(), rest_ends(target, world=True)[:, 0]))
     origin_s, origin_t = world[0][:3, 3], target_world[:3, 3]
 
     def scaled(points):
         return origin_t + scale * (points - origin_s)
 
-    turns = unit(posed[..., :3, :3]) @ np.swapaxes(unit(rest_source[:, :3, :3]), -1, -2)  # each bone's turn
+    heads = posed[..., :3, 3]
+    retarget.source_heads = {name: heads[:, k] for name, k in column.items()}
+    lined = retarget_pose.line_up(retarget, target_heads, heads, unit(posed[..., :3, :3]), column, body_s, body_t)
+    retarget.turns, retarget.reference = lined.turns, lined.reference
     hips = retarget.hips()
-    hips_path = None
+    hips_path, shift = None, np.zeros(3)
     if hips is not None:
         k = column[lines[hips].source]
-        offset = retarget.rest[lines[hips].target][:3, 3] - scaled(rest_source[k, :3, 3])
-        hips_path = (scaled(posed[:, k, :3, 3]) + offset, posed[:, k, :3, 3])
+        # The body's place across the floor: the target's own rest place beside the source's
+        # root's (both the same whatever the rest); its height comes from the plants (``lifts``).
+        shift[:2] = (retarget.rest[lines[hips].target][:3, 3] - scaled(rest_source[k, :3, 3]))[:2]
+        hips_path = (scaled(heads[:, k]) + shift, heads[:, k])
+
+    def carried(line):  # its head where the lined-up pose puts it, when the hips carry it
+        offset = lined.offsets.get(line.target) if hips_path is not None else None
+        return None if offset is None else hips_path[0] + offset
+
     for i, line in enumerate(lines):
         k = column[line.source]
-        rest = retarget.rest[line.target]
-        retarget.turns[i] = turns[:, k] @ unit(rest[:3, :3])
         if not line.place:
             continue
+        start, trunk, base = anchors.get(line.source, (None, scale, ""))
+        if line.group != "hips" and carried(line) is not None:
+            retarget.places[i] = carried(line)
+            if base and base in lined.offsets:  # a hand: held from its own shoulder
+                line.base = base
+                retarget.offsets[i] = lined.offsets[line.target] - lined.offsets[base]
+            continue
         if line.group in {"hips", "feet"} or hips_path is None:
-            offset = rest[:3, 3] - scaled(rest_source[k, :3, 3])
-            retarget.places[i] = scaled(posed[:, k, :3, 3]) + offset
+            retarget.places[i] = scaled(heads[:, k]) + shift
             continue
         # Relative to the hips: from the place the limb starts at (the shoulder for a hand), as
         # the target's trunk puts it when it bends as the source's, then as the source's scaled.
-        start, trunk, base = anchors.get(line.source, (None, scale, ""))
         if start is None:
-            retarget.places[i] = hips_path[0] + trunk * (posed[:, k, :3, 3] - hips_path[1])
+            retarget.places[i] = hips_path[0] + trunk * (heads[:, k] - hips_path[1])
             continue
-        shoulder = posed[:, column[start], :3, 3]
-        shoulder_goal = hips_path[0] + trunk * (shoulder - hips_path[1])
-        retarget.places[i] = shoulder_goal + scale * (posed[:, k, :3, 3] - shoulder)
+        shoulder = heads[:, column[start]]
+        retarget.places[i] = hips_path[0] + trunk * (shoulder - hips_path[1]) + scale * (heads[:, k] - shoulder)
         # Held from the target's own shoulder, wherever its trunk puts it: the hand points and
         # reaches from there as the source's does, scaled.
         line.base = base
-        retarget.offsets[i] = scale * (posed[:, k, :3, 3] - shoulder)
+        retarget.offsets[i] = scale * (heads[:, k] - shoulder)
     if plants:
-        retarget.plants = _plants(context, retarget, legs, column, posed, rest_source, scaled)
+        retarget.plants = _plants(context, retarget, legs, column, posed, lambda points: scaled(points) + shift)
+        feet = {line.target: i for i, line in enumerate(lines) if line.group == "feet" and line.place and line.turn}
+        reference = retarget.reference
+        for plant in retarget.plants:
+            i = feet.get(plant.bone)
+            if i is None:
+                continue
+            turn = retarget.turns[i]
+            # The source's point (its heel or toe) from its ankle on the reference frame, scaled, in
+            # the lined-up target foot's axes: the target's point under the source's, whatever
+            # the two rests; held where that point is over the plant, on average.
+            plant.local = turn[reference].T @ (plant.local * scale)
+            points = retarget.places[i] + turn @ plant.local
+            plant.point = points[plant.first:plant.last + 1].mean(axis=0)
     lifts = retarget.lifts()
     lift = np.mean(list(lifts.values()), axis=0) if lifts else np.zeros(len(frames))
     for i, place in retarget.places.items():
@@ -278,17 +313,32 @@ def make(context, target, source, frames: list[int], scale: float, plants: bool)
     return retarget
 
 
-def _anchors(target, source, lines: list[Line], source_roles: dict) -> dict[str, tuple[str | None, float, str]]:
+def _chain_length(ends: dict, parents: dict, bone: str, top: str) -> float:
+    """The length of the chain of joints from ``bone``'s head up to ``top``'s (the sum of each
+    joint's distance from its parent's, the same in any rest); 0 when ``top`` is not above."""
+    length, name = 0.0, bone
+    while name != top:
+        parent = parents.get(name)
+        if parent is None:
+            return 0.0
+        length += float(np.linalg.norm(ends[name] - ends[parent]))
+        name = parent
+    return length
+
+
+def _anchors(target, source, lines: list[Line], source_roles: dict, target_roles: dict
+             ) -> dict[str, tuple[str | None, float, str]]:
     """Per placed end of the source (a hand, the head): the source bone its limb starts at (the
     upper arm for a hand; None for the head) and how many times longer the target's trunk is
-    from the hips to there (to the head itself for the head), in the rest pose; and the target
+    from the hips to there (to the head itself for the head), along its joints; and the target
     bone the limb starts at ('' for the head)."""
     hips = next((line for line in lines if line.group == "hips"), None)
     if hips is None:
         return {}
-    target_roles = retarget_roles(*bone_tree(target))[1]
-    target_ends = {n: ends for n, ends in zip(target.data.bones.keys(), rest_ends(target, world=True))}
-    source_ends = {n: ends for n, ends in zip(source.data.bones.keys(), rest_ends(source, world=True))}
+    sides = {}
+    for obj in (target, source):
+        names, parents = bone_tree(obj)
+        sides[obj.name] = (dict(zip(names, rest_ends(obj, world=True)[:, 0])), parents)
 
     def first(roles: dict, role: str) -> str | None:
         return next((n for n, r in roles.items() if r == role), None)
@@ -304,10 +354,14 @@ def _anchors(target, source, lines: list[Line], source_roles: dict) -> dict[str,
             start_s, start_t = first(source_roles, f"upper_arm.{side}"), first(target_roles, f"upper_arm.{side}")
         if line.group == "hands" and (start_s is None or start_t is None):
             continue
-        reach_s = source_ends[start_s or line.source][0] - source_ends[hips.source][0]
-        reach_t = target_ends[start_t or line.target][0] - target_ends[hips.target][0]
-        trunk = float(np.linalg.norm(reach_t) / max(np.linalg.norm(reach_s), 1e-9))
-        out[line.source] = (start_s, trunk, start_t or "")
+        reach_s = _chain_length(*sides[source.name], start_s or line.source, hips.source)
+        reach_t = _chain_length(*sides[target.name], start_t or line.target, hips.target)
+        if reach_s <= 0.0 or reach_t <= 0.0:  # not on one chain (a Rigify control): straight across
+            reach_s = float(np.linalg.norm(sides[source.name][0][start_s or line.source]
+                                           - sides[source.name][0][hips.source]))
+            reach_t = float(np.linalg.norm(sides[target.name][0][start_t or line.target]
+                                           - sides[target.name][0][hips.target]))
+        out[line.source] = (start_s, reach_t / max(reach_s, 1e-9), start_t or "")
     return out
 
 
@@ -319,12 +373,12 @@ def _tail(matrices: np.ndarray, length: float) -> np.ndarray:
     return matrices[..., :3, 3] + unit(rotations)[..., 1] * length * scale
 
 
-def _plants(context, retarget: Retarget, legs: dict, column: dict, posed: np.ndarray,
-            rest_source: np.ndarray, scaled) -> list[Plant]:
-    """The source's foot contacts (``contacts.plants`` under the target's contact settings, on
-    the head and tail of each mapped foot, ``legs``: foot -> (thigh, shin) or None), each a plant
-    of the target foot that follows it: the point of the target foot where the source's heel or
-    toe is in the rest pose, scaled. ``posed``: the sampled source, its bones at ``column``."""
+def _plants(context, retarget: Retarget, legs: dict, column: dict, posed: np.ndarray, scaled) -> list[Plant]:
+    """The source's foot contacts, each a plant of the target foot that follows it, at the
+    target foot's own heel (its head) or toe (its tail). They are found (``contacts.plants``
+    under the target's contact settings) on the source's heel and toe paths scaled onto the
+    target (``scaled``), so that a clip finds the same contacts in any units. ``legs``: foot ->
+    (thigh, shin) or None; ``posed``: the sampled source, its bones at ``column``."""
     source, settings = retarget.source, retarget.target.welman_ik
     scene = context.scene
     fps = scene.render.fps / scene.render.fps_base
@@ -332,21 +386,18 @@ def _plants(context, retarget: Retarget, legs: dict, column: dict, posed: np.nda
     for line in (line for line in retarget.lines if line.source in legs):
         k, leg = column[line.source], legs[line.source]
         length = source.data.bones[line.source].length
-        paths = {(line.source, contacts.HEEL): posed[:, k, :3, 3],
-                 (line.source, contacts.TOE): _tail(posed[:, k], length)}
-        paths.update({(name, 0.0): posed[:, column[name], :3, 3] for name in leg or ()})
+        paths = {(line.source, contacts.HEEL): scaled(posed[:, k, :3, 3]),
+                 (line.source, contacts.TOE): scaled(_tail(posed[:, k], length))}
+        paths.update({(name, 0.0): scaled(posed[:, column[name], :3, 3]) for name in leg or ()})
         points = [contacts.Point(line.source, contacts.HEEL, leg), contacts.Point(line.source, contacts.TOE, leg)]
         found = contacts.plants(settings, points, paths, fps)
-        rest = retarget.rest[line.target]
-        source_heel, source_toe = rest_source[k, :3, 3], _tail(rest_source[k], length)
-        heel_offset = rest[:3, 3] - scaled(source_heel)
+        ankle = posed[retarget.reference, k, :3, 3]
         for point, held in found.items():
-            at_rest = source_heel if point.anchor == contacts.HEEL else source_toe
-            # The target's point under the source's: the scaled source point moved by the heel's
-            # rest offset, in the target foot's rest frame.
-            local = unit(rest[:3, :3]).T @ (scaled(at_rest) + heel_offset - rest[:3, 3])
+            # (world, source units) the point from the source's ankle on the reference frame
+            local = (posed[retarget.reference, k, :3, 3] if point.anchor == contacts.HEEL
+                     else _tail(posed[retarget.reference, k], length)) - ankle
             for plant in held:
-                out.append(Plant(line.target, local, scaled(plant.point) + heel_offset, plant.first, plant.last,
+                out.append(Plant(line.target, local, np.asarray(plant.point, dtype=float), plant.first, plant.last,
                                  point.anchor == contacts.HEEL))
     return out
 

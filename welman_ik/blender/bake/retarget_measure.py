@@ -65,14 +65,19 @@ def errors(retarget: Retarget, frames: list[int] | None = None) -> list[tuple[st
 def measure(retarget: Retarget) -> list[GroupMiss]:
     """Each goal group's largest miss on the pose Blender evaluates from the written action
     (``errors``), with its frame and bone."""
-    worst: dict[str, GroupMiss] = {}
-    for group, bone, found in errors(retarget):
+    return worst(retarget, errors(retarget))
+
+
+def worst(retarget: Retarget, found_errors: list) -> list[GroupMiss]:
+    """Each goal group's largest miss in ``errors``' list."""
+    largest: dict[str, GroupMiss] = {}
+    for group, bone, found in found_errors:
         if not found.size:
             continue
         j = int(np.argmax(found))
-        if group not in worst or found[j] > worst[group].error:
-            worst[group] = GroupMiss(group, float(found[j]), retarget.frames[j], bone)
-    return [worst[g] for g in GROUPS if g in worst]
+        if group not in largest or found[j] > largest[group].error:
+            largest[group] = GroupMiss(group, float(found[j]), retarget.frames[j], bone)
+    return [largest[g] for g in GROUPS if g in largest]
 
 
 def missed_frames(retarget: Retarget, tolerance: float, frames: list[int] | None = None) -> list[int]:

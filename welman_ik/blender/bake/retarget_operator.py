@@ -19,7 +19,7 @@ from ..rig.retarget_map import fill as fill_map
 from ..rig.retarget_map import retarget_scale, source_armature
 from ..rig.units import length_text
 from . import baker as bake
-from . import retarget_measure
+from . import retarget_gates, retarget_measure
 from .retarget import check_lines
 from .slices import Slices
 
@@ -61,7 +61,7 @@ a new action (every existing action is kept)"""
 
     def _done(self, context, run, misses, source, scale: float, missing, started: float) -> set:
         target = context.object
-        record_retarget(context, target, run.baker, misses, started)
+        record_retarget(context, target, run.baker, misses, started, run.gates)
         note = f"; not mapped: {'; '.join(missing)}" if missing else ""
         text = (f"Retargeted {len(run.frames)} frames from '{source.name}' (scale {scale:.3g}) into "
                 f"'{run.action.name}'; {target.welman_ik.last_solve.message}{note}")
@@ -140,26 +140,32 @@ def retarget_inputs(target, name: str, frame_start: int, frame_end: int, scale: 
     return source, frames, scale, missing
 
 
-def record_retarget(context, target, baker, misses, started: float) -> None:
+def record_retarget(context, target, baker, misses, started: float, gates=()) -> None:
     """A retarget's figures in ``last_solve``: the plants' largest miss as the pin error, each
-    goal group's largest miss in ``groups`` and in the message, all evaluated."""
+    goal group's largest miss and each gate in ``groups``, all evaluated. It counts as
+    converged when every gate holds (the plants, the floor, the bends, the facing, the
+    stretch: ``retarget_gates``); the other groups' misses are best effort, and the message
+    says so."""
     settings = target.welman_ik
     last = settings.last_solve
-    tolerance = settings.tolerance
     by_group = {m.group: m for m in misses}
     plants = by_group.get("plants")
-    worst_place = max((m.error for m in misses if m.group not in retarget_measure.ANGLE_GROUPS), default=0.0)
     solved = baker.log.solved
     iterations = max((s.result.iterations for s in solved.values()), default=0)
-    message = "largest misses, evaluated, against the scaled source: " + retarget_measure.describe(
-        context.scene, misses, length_text)
+    message = retarget_gates.describe(context.scene, list(gates), length_text) + (
+        "; best-effort goals, largest misses against the scaled source: "
+        + retarget_measure.describe(context.scene, [m for m in misses if m.group != "plants"], length_text))
     record(last, Figures(SolveResult(np.zeros(0), iterations, np.zeros(0), True), 0.0,
                          plants.error if plants is not None else 0.0, 1000.0 * (time.perf_counter() - started),
-                         converged=worst_place <= tolerance, message=message))
+                         converged=all(g.held for g in gates), message=message))
     last.groups.clear()
     for miss in misses:
         item = last.groups.add()
         item.group, item.error, item.frame, item.bone = miss.group, miss.error, miss.frame, miss.bone
+    for gate in gates:
+        if gate.name != "plants":
+            item = last.groups.add()
+            item.group, item.error, item.frame, item.bone = gate.name, gate.value, gate.frame, gate.bone
 
 
 CLASSES = (WELMAN_IK_OT_retarget,)

@@ -51,7 +51,8 @@ class WELMAN_IK_PT_retarget(SidebarPanel, bpy.types.Panel):
         row.enabled = source is not None
         row.operator("welman_ik.retarget", icon="ARMATURE_DATA").source = name
         for group in settings.last_solve.groups:
-            value = (f"{math.degrees(group.error):.1f}\u00b0" if group.group == "orientations"
+            value = (f"{math.degrees(group.error):.1f}\u00b0" if group.group in {"orientations", "bends", "facing"}
+                     else f"{100.0 * group.error:.1f}%" if group.group == "stretch"
                      else length_text(context.scene, group.error))
             layout.label(text=f"{group.group.capitalize()}: {value} ({group.bone}, frame {group.frame})")
 

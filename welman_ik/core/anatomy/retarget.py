@@ -16,6 +16,7 @@ orientation ('ORIENTATION') or in both ('POSE'), with a weight:
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 from collections.abc import Mapping, Sequence
@@ -212,18 +213,20 @@ def retarget_map(target_names: Sequence[str], target_parents: Mapping[str, str |
 
 
 def leg_length(points: Mapping[str, tuple], roles: Mapping[str, str]) -> float:
-    """The mean, over the sides that have both, of the distance from the thigh's head (the
-    hip joint) to the foot's head (the ankle). ``points``: each bone's (head, tail) in the
-    rest pose, world space; ``roles`` as from ``recognise``. ValueError when no side has a
-    thigh and a foot with their points."""
+    """The mean, over the sides that have both a thigh and a foot, of the leg's length from the
+    thigh's head (the hip joint) to the foot's head (the ankle) along its joints: hip to knee
+    (the shin's head) plus knee to ankle, the same whether the rest pose stands straight or
+    mid-stride (straight across from hip to ankle when there is no shin). ``points``: each
+    bone's (head, tail) in the rest pose, world space; ``roles`` as from ``recognise``.
+    ValueError when no side has a thigh and a foot with their points."""
     lengths = []
     for side in ("L", "R"):
-        thigh = next((n for n, r in roles.items() if r == f"thigh.{side}" and n in points), None)
-        foot = next((n for n, r in roles.items() if r == f"foot.{side}" and n in points), None)
+        def first(part, side=side):
+            return next((n for n, r in roles.items() if r == f"{part}.{side}" and n in points), None)
+        thigh, shin, foot = first("thigh"), first("shin"), first("foot")
         if thigh is not None and foot is not None:
-            hip = np.asarray(points[thigh][0], dtype=float)
-            ankle = np.asarray(points[foot][0], dtype=float)
-            lengths.append(float(np.linalg.norm(hip - ankle)))
+            joints = [np.asarray(points[n][0], dtype=float) for n in (thigh, shin, foot) if n is not None]
+            lengths.append(float(sum(np.linalg.norm(b - a) for a, b in itertools.pairwise(joints))))
     if not lengths:
         raise ValueError("leg length: no side has both a thigh and a foot (with their rest points) "
                          "to measure from hip to ankle")

@@ -1,0 +1,113 @@
+"""The target's pose lined up with the source's, frame by frame, before any goal is solved:
+each mapped bone's world rotation (``core.anatomy.alignment.line_up``: from what is the same
+under any rest, the source's joints' places and its bones' turns) and, for the bones its
+chains carry from the hips, where each joint's head is from the hips' head when the target's
+bones turn so (its own proportions, the source's angles). The retarget's goals are this pose's
+places and turns: the limbs bend as the source's, and the IK only corrects what the two
+bodies' proportions and the plants ask of it."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from ...core.anatomy import alignment
+from ...core.anatomy.retarget import retarget_roles
+from ..rig.model import chain_to_root
+from ..rig.retarget_map import bone_tree
+
+_LOWER = {"thigh": "shin", "upper_arm": "forearm"}  # an upper limb bone's role -> its lower one's
+
+
+class LinedUp(NamedTuple):
+    """``turns``: line index -> (frames, 3, 3) its target bone's world rotation; ``offsets``:
+    target bone -> (frames, 3) its head from the hips' head, for the bones the hips carry;
+    ``reference``: the frame (index) the two were lined up on."""
+
+    turns: dict
+    offsets: dict
+    reference: int
+
+
+def body_bones(roles: dict) -> tuple[str, str, str]:
+    """(left thigh, right thigh, top of the trunk: the neck, else the head, else a spine bone)
+    of a skeleton by its roles; '' for what it lacks."""
+    def first(*wanted):
+        return next((n for role in wanted for n, r in roles.items() if r == role), "")
+    return first("thigh.L"), first("thigh.R"), first("neck", "head", "chest", "spine")
+
+
+def body_frames(heads: np.ndarray) -> np.ndarray:
+    """(..., 3, 3) a body's frame from its (left hip, right hip, top of the trunk) heads
+    (..., 3, 3): across the hips first, then up the trunk."""
+    left, right, top = heads[..., 0, :], heads[..., 1, :], heads[..., 2, :]
+    return alignment.frames_from(left - right, top - (left + right) / 2.0)
+
+
+def line_up(retarget, target_heads: dict, heads: np.ndarray, rotations: np.ndarray, column: dict,
+            body_s: tuple, body_t: tuple) -> LinedUp:
+    """The lined-up pose of ``retarget``'s turned lines. ``target_heads``: every target bone's
+    rest head (world); ``heads``, ``rotations``: the sampled source bones' on every frame, at
+    ``column``; ``body_*``: each side's ``body_bones``."""
+    lines = retarget.lines
+    pose_bones = retarget.target.pose.bones
+    turned = {}
+    for i, line in enumerate(lines):  # each target bone once, parents first
+        if line.turn and line.target not in turned:
+            turned[line.target] = i
+    order = sorted(turned.values(), key=lambda i: len(chain_to_root(pose_bones[lines[i].target])))
+    names = [lines[i].target for i in order]
+    place = {name: n for n, name in enumerate(names)}
+    carriers = np.full(len(order), -1)
+    for n, name in enumerate(names):
+        parent = pose_bones[name].parent
+        while parent is not None and parent.name not in place:
+            parent = parent.parent
+        carriers[n] = place[parent.name] if parent is not None else -1
+    children = {n: [m for m in range(len(order)) if carriers[m] == n] for n in range(len(order))}
+    rest = np.array([retarget.rest[name][:3, :3] / np.linalg.norm(retarget.rest[name][:3, :3], axis=0)
+                     for name in names])
+    source = rotations[:, [column[lines[i].source] for i in order]]
+    segments_t = rest[:, :, 1].copy()  # along each bone, unless it leads to one paired joint
+    segments_s = source[..., :, 1].copy()
+    for n, i in enumerate(order):
+        kids = [m for m in children[n] if lines[order[m]].source != lines[i].source]
+        if len(kids) == 1:
+            child = lines[order[kids[0]]]
+            segments_t[n] = target_heads[child.target] - target_heads[lines[i].target]
+            segments_s[:, n] = heads[:, column[child.source]] - heads[:, column[lines[i].source]]
+    hips = retarget.hips()
+    hips_source = lines[hips].source if hips is not None else None
+    swung = np.array([lines[i].source != hips_source for i in order])
+    if all(body_s) and all(body_t):
+        frame_s = body_frames(heads[:, [column[b] for b in body_s]])
+        frame_t = body_frames(np.array([target_heads[b] for b in body_t]))
+    else:  # no body to read: the two rests are taken to face alike
+        frame_s, frame_t = np.broadcast_to(np.eye(3), (len(heads), 3, 3)), np.eye(3)
+    reference = alignment.reference_frame(segments_s[:, swung], segments_t[swung], frame_s, frame_t)
+    roles = retarget_roles(*bone_tree(retarget.source))[1]
+    hinges = {}
+    for n, i in enumerate(order):
+        part, _, side = roles.get(lines[i].source, "").partition(".")
+        lower = next((m for m in children[n] if part in _LOWER
+                      and roles.get(lines[order[m]].source) == f"{_LOWER[part]}.{side}"), None)
+        if lower is None:
+            continue
+        bend = np.cross(alignment.normalized(segments_t[n]), alignment.normalized(segments_t[lower]))
+        # The target's hinge: the axis its rest bends about, or (a straight rest) its lower bone's X axis.
+        hinges[n] = (lower, bend if np.linalg.norm(bend) > np.sin(np.radians(3.0)) else rest[lower][:, 0])
+    body = frame_s[reference] @ frame_t.T
+    lined = alignment.line_up(source, segments_s, rest, segments_t, carriers, swung, body, hinges, reference)
+    turns = {j: lined[:, place[line.target]] for j, line in enumerate(lines) if line.turn}
+    # Forward kinematics from the hips: each head where its carrier's turn puts its rest offset.
+    offsets = {}
+    hips_target = lines[hips].target if hips is not None else None
+    for n, name in enumerate(names):
+        c = int(carriers[n])
+        if name == hips_target:
+            offsets[name] = np.zeros((len(heads), 3))
+        elif c >= 0 and names[c] in offsets:
+            local = rest[c].T @ (target_heads[name] - target_heads[names[c]])
+            offsets[name] = offsets[names[c]] + lined[:, c] @ local
+    return LinedUp(turns, offsets, reference)
