@@ -38,7 +38,7 @@ if str(ROOT) not in sys.path:
 import addon_utils
 
 from welman_ik.cleanup import bvh
-from welman_ik.cleanup.job import quiet
+from welman_ik.cleanup.clips import quiet
 from welman_ik.cleanup.measure import extent, walk
 
 ANCHORS = {"heel": 0.0, "toe": 1.0}

@@ -15,7 +15,7 @@ if str(ROOT) not in sys.path:
 import addon_utils
 import bpy
 
-from welman_ik.cleanup.job import quiet  # noqa: F401 - the scripts' scenes.quiet()
+from welman_ik.cleanup.clips import quiet  # noqa: F401 - the scripts' scenes.quiet()
 
 FEET = ("toe.L", "toe.R", "heel.02.L", "heel.02.R")
 DEMO_PINS = FEET + ("hand.L",)

@@ -23,7 +23,8 @@ import scenes
 from conftest import FIXTURES, ROOT
 
 from welman_ik.cleanup import gather
-from welman_ik.cleanup.job import ClipError, check_bvh, check_fbx, clean, reason
+from welman_ik.cleanup.clips import ClipError, check_bvh, check_fbx, reason
+from welman_ik.cleanup.job import clean
 from welman_ik.cleanup.measure import extent, sample
 
 CLIPS = ("mixamo_clip.bvh", "mocapbank_clip.bvh", "pymo_walk.bvh")

@@ -52,3 +52,31 @@ def test_every_step_of_the_bake_is_under_the_pipeline_contract():
     steps = {f"welman_ik.blender.bake.{p.stem}" for p in (PACKAGE / "blender" / "bake").glob("*.py")
              if p.stem not in {"__init__", "operators"}}
     assert listed == steps, {"not listed": sorted(steps - listed), "no such module": sorted(listed - steps)}
+
+
+def imported_modules(module: Path) -> list[str]:
+    """Every module an import statement of ``module`` names, anywhere in it (a function-level
+    import too), relative ones resolved: ``from . import x`` names both the package and ``x``."""
+    import ast
+
+    package = ["welman_ik", *module.parent.relative_to(PACKAGE).parts]
+    names = []
+    for node in ast.walk(ast.parse(module.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names += [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = package[:len(package) - node.level + 1] if node.level else []
+            origin = ".".join([*base, *([node.module] if node.module else [])])
+            names += [origin, *(f"{origin}.{alias.name}" for alias in node.names)]
+    return names
+
+
+@pytest.mark.parametrize(("importer", "imported"), [("job", "onto"), ("onto", "job")])
+def test_the_clean_up_and_the_retarget_do_not_import_each_other(importer: str, imported: str):
+    """``cleanup/job.py`` (the clean-up of a clip) and ``cleanup/onto.py`` (its retarget) share
+    ``clips.py``; ``worker.py`` picks one of them. Neither imports the other, lazily either."""
+    other = f"welman_ik.cleanup.{imported}"
+    names = imported_modules(PACKAGE / "cleanup" / f"{importer}.py")
+    found = [name for name in names if name == other or name.startswith(other + ".")]
+    assert not found, f"cleanup/{importer}.py imports {', '.join(found)}: share it through clips.py"
+    assert "welman_ik.cleanup.clips" in names  # the imports were read: both read their clips there

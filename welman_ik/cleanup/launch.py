@@ -1,7 +1,7 @@
 """Running one clip's job in its own process, with ``bpy`` or a Blender executable.
 
 ``clean_clip`` is what a local worker thread or a Dask worker calls: it takes the clip's
-bytes (a farm machine need not see the submitting machine's files), runs ``job.py`` on
+bytes (a farm machine need not see the submitting machine's files), runs ``worker.py`` on
 them in a new process, and returns the report entry and the cleaned file's bytes. Which
 program runs the job (``launcher``): a Blender executable when one is named (``--blender``
 or the ``WELMAN_IK_BLENDER`` environment variable) or when the caller runs inside one;
@@ -26,8 +26,8 @@ ENVIRONMENT = "WELMAN_IK_BLENDER"
 TAIL = 5  # lines of a dead job's error output kept in its entry
 # Inside a Blender executable the job runs as an expression: the package put on the path,
 # the arguments after ``--``.
-BLENDER_EXPRESSION = ("import sys; sys.path.insert(0, {root!r}); from welman_ik.cleanup import job; "
-                      "sys.exit(job.main(sys.argv[sys.argv.index('--') + 1:]))")
+BLENDER_EXPRESSION = ("import sys; sys.path.insert(0, {root!r}); from welman_ik.cleanup import worker; "
+                      "sys.exit(worker.main(sys.argv[sys.argv.index('--') + 1:]))")
 
 
 class NoBlender(RuntimeError):
@@ -42,10 +42,10 @@ def running_blender() -> str:
 
 
 def launcher(blender: str | None = None) -> list[str]:
-    """The command that runs ``job.py``'s main, the job's arguments still to be appended."""
+    """The command that runs ``worker.py``'s main, the job's arguments still to be appended."""
     blender = blender or os.environ.get(ENVIRONMENT) or running_blender()
     if not blender and importlib.util.find_spec("bpy") is not None:
-        return [sys.executable, "-m", "welman_ik.cleanup.job"]
+        return [sys.executable, "-m", "welman_ik.cleanup.worker"]
     blender = blender or shutil.which("blender")
     if not blender:
         raise NoBlender("no bpy module in this Python and no Blender executable: install bpy "

@@ -2,7 +2,8 @@
 ``bpy``: the clip imported in a scene of its own for its unit, the rig's file opened, the clip
 imported into it, ``welman_ik.retarget`` run, the result written (the rig's file, or an FBX of
 the rig alone) and opened or imported again, and each goal group's largest miss measured
-there, on the evaluated pose. Run by ``job.main`` with ``--onto``."""
+there, on the evaluated pose. Run by ``worker.main`` with ``--onto``; what it shares with
+``job.py`` (reading the clips, the job's plumbing) is in ``clips.py``."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from pathlib import Path
 
 import bpy
 
-from .job import (
+from .clips import (
     FBX_IMPORT_OFFSET,
     FORMATS,
     MM,
