@@ -34,15 +34,11 @@ from ...core.anatomy.retarget import retarget_roles
 from ..rig.body import pose_matrices, rest_ends, rest_matrices
 from ..rig.model import RigError, chain_to_root
 from ..rig.retarget_map import bone_tree
-from . import contacts, retarget_pose
+from . import contacts, retarget_feet, retarget_pose
+from .retarget_feet import Plant, unit
 
 PLANTS, ENDS, REST = 0, 1, 2  # the goals' priorities
 GROUPS = ("plants", "hips", "hands", "feet", "head", "orientations")
-
-
-def unit(rotations: np.ndarray) -> np.ndarray:
-    """Rotation parts with their columns made unit length (scale taken out)."""
-    return rotations / np.linalg.norm(rotations, axis=-2, keepdims=True)
 
 
 LIMB_PARTS = frozenset({"thigh", "shin", "foot", "upper_arm", "forearm", "hand"})  # the source bones the gates read
@@ -70,19 +66,6 @@ class Line:
     group: str
     base: str = ""  # a hand's: the target bone at whose head its limb starts (its place is kept from there)
     trunk: bool = False  # the spine, chest, neck, clavicles or the hips' turn: held with the ends, above the limbs
-
-
-@dataclass
-class Plant:
-    """A source contact at a target foot: ``local`` in the frame of target bone ``bone``
-    held at world ``point`` over frames ``first``..``last`` (indices into the range)."""
-
-    bone: str
-    local: np.ndarray
-    point: np.ndarray
-    first: int
-    last: int
-    heel: bool = False  # the source's heel (its foot bone's head), not its toe
 
 
 @dataclass
@@ -290,7 +273,9 @@ def make(context, target, source, frames: list[int], scale: float, plants: bool)
         line.base = base
         retarget.offsets[i] = scale * (heads[:, k] - shoulder)
     if plants:
-        retarget.plants = _plants(context, retarget, legs, column, posed, lambda points: scaled(points) + shift)
+        retarget.plants = retarget_feet.plants(context, retarget, legs, column, posed, lambda points: scaled(points) + shift)
+        scene = context.scene
+        retarget_feet.whole_contacts(retarget.plants, round(retarget_feet.CONTACT_GAP * scene.render.fps / scene.render.fps_base))
         feet = {line.target: i for i, line in enumerate(lines) if line.group == "feet" and line.place and line.turn}
         reference = retarget.reference
         for plant in retarget.plants:
@@ -308,8 +293,11 @@ def make(context, target, source, frames: list[int], scale: float, plants: bool)
     lift = np.mean(list(lifts.values()), axis=0) if lifts else np.zeros(len(frames))
     for i, place in retarget.places.items():
         place[:, 2] += lifts.get(lines[i].target, lift) if lines[i].group == "feet" else lift
-    for plant in retarget.plants:
-        plant.point = plant.point + (0.0, 0.0, float(lifts.get(plant.bone, lift)[(plant.first + plant.last) // 2]))
+    for plant in retarget.plants:  # on the target's floor, where the point is when its foot stands at rest
+        rest = retarget.rest[plant.bone]
+        plant.point = np.array([*plant.point[:2], rest[2, 3] + (unit(rest[:3, :3]) @ plant.local)[2]])
+    retarget_feet.toes_from_heels(retarget.plants)
+    retarget_feet.above_floor(retarget)
     return retarget
 
 
@@ -362,43 +350,6 @@ def _anchors(target, source, lines: list[Line], source_roles: dict, target_roles
             reach_t = float(np.linalg.norm(sides[target.name][0][start_t or line.target]
                                            - sides[target.name][0][hips.target]))
         out[line.source] = (start_s, reach_t / max(reach_s, 1e-9), start_t or "")
-    return out
-
-
-def _tail(matrices: np.ndarray, length: float) -> np.ndarray:
-    """The tail of a bone ``length`` long (rest length) whose world matrices are ``matrices``
-    (..., 4, 4): its head plus its Y axis, the matrix's scale included."""
-    rotations = matrices[..., :3, :3]
-    scale = np.cbrt(np.abs(np.linalg.det(rotations)))[..., None]
-    return matrices[..., :3, 3] + unit(rotations)[..., 1] * length * scale
-
-
-def _plants(context, retarget: Retarget, legs: dict, column: dict, posed: np.ndarray, scaled) -> list[Plant]:
-    """The source's foot contacts, each a plant of the target foot that follows it, at the
-    target foot's own heel (its head) or toe (its tail). They are found (``contacts.plants``
-    under the target's contact settings) on the source's heel and toe paths scaled onto the
-    target (``scaled``), so that a clip finds the same contacts in any units. ``legs``: foot ->
-    (thigh, shin) or None; ``posed``: the sampled source, its bones at ``column``."""
-    source, settings = retarget.source, retarget.target.welman_ik
-    scene = context.scene
-    fps = scene.render.fps / scene.render.fps_base
-    out = []
-    for line in (line for line in retarget.lines if line.source in legs):
-        k, leg = column[line.source], legs[line.source]
-        length = source.data.bones[line.source].length
-        paths = {(line.source, contacts.HEEL): scaled(posed[:, k, :3, 3]),
-                 (line.source, contacts.TOE): scaled(_tail(posed[:, k], length))}
-        paths.update({(name, 0.0): scaled(posed[:, column[name], :3, 3]) for name in leg or ()})
-        points = [contacts.Point(line.source, contacts.HEEL, leg), contacts.Point(line.source, contacts.TOE, leg)]
-        found = contacts.plants(settings, points, paths, fps)
-        ankle = posed[retarget.reference, k, :3, 3]
-        for point, held in found.items():
-            # (world, source units) the point from the source's ankle on the reference frame
-            local = (posed[retarget.reference, k, :3, 3] if point.anchor == contacts.HEEL
-                     else _tail(posed[retarget.reference, k], length)) - ankle
-            for plant in held:
-                out.append(Plant(line.target, local, np.asarray(plant.point, dtype=float), plant.first, plant.last,
-                                 point.anchor == contacts.HEEL))
     return out
 
 
