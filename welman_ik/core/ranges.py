@@ -195,6 +195,20 @@ class SphericalRanges:
         turn = rotation_y(self.roll)
         return self._excess(np.swapaxes(turn, 1, 2) @ np.asarray(rotations, float) @ turn)
 
+    def clamp(self, rotations: np.ndarray) -> np.ndarray:
+        """``rotations`` (m, 3, 3), relative to rest in the bone's own frame (as for
+        ``rotation_excess``), each moved to the closest rotation inside its range (the swing
+        onto its ellipse, the twist into its bounds); those inside unchanged."""
+        rotations = np.asarray(rotations, float)
+        turn = rotation_y(self.roll)
+        sx, sz, twist = swing_twist(np.swapaxes(turn, 1, 2) @ rotations @ turn)
+        cx, cz, ct = self._clamped(sx, sz, twist)
+        out = np.maximum(np.hypot(sx - cx, sz - cz), np.abs(twist - ct)) > INSIDE_SLACK
+        clamped = rotations.copy()
+        if out.any():
+            clamped[out] = turn[out] @ compose(cx[out], cz[out], ct[out]) @ np.swapaxes(turn[out], 1, 2)
+        return clamped
+
     def _excess(self, r: np.ndarray) -> np.ndarray:
         sx, sz, twist = swing_twist(r)
         cx, cz, ct = self._clamped(sx, sz, twist)

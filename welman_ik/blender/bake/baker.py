@@ -21,7 +21,7 @@ import numpy as np
 
 from ..rig import driven, keyframes
 from ..rig.channels import PoseSnapshot
-from . import retarget_gates
+from . import retarget_gates, retarget_pose
 from .correct import close_loop, close_retarget_loop
 from .edit import MotionEdit, surrounding_keys
 from .frames import pins_on
@@ -189,7 +189,7 @@ class RetargetRun:
         self.action = bpy.data.actions.new(target.name + RETARGET_SUFFIX)
         try:
             keyframes.assign_action(target, self.action)
-            _key_rest(target, self.retarget, frames[0])
+            _key_lined_up(target, self.retarget, frames)
             self.baker = Baker(context, target, frames[0], frames[-1], retarget=self.retarget)
         except Exception:
             self.abort()
@@ -245,21 +245,32 @@ def retarget_motion(context, target, source, frames: list[int], scale: float, pl
     return run.baker, run.action, misses
 
 
-def _key_rest(obj, retarget: Retarget, frame: int) -> None:
-    """The start of a retarget: the bones it moves at rest, keyed on ``frame`` (their rotations,
-    and the locations of the roots and the bones it translates)."""
+def _key_lined_up(obj, retarget: Retarget, frames: list[int]) -> None:
+    """The start of a retarget: the bones it moves keyed on every frame in the pose lined up
+    with the source (``retarget_pose.channels``), the others at rest, so that each frame's
+    solve starts from it and keeps near it (its preferred pose) and only corrects what the
+    plants and the ends ask for."""
     translating = retarget.translating()
-    results = {}
+    lined = retarget_pose.channels(retarget, len(frames))
+    results = {frame: {} for frame in frames}
     for name in retarget.bones:
         pb = obj.pose.bones[name]
         path = keyframes.rotation_path(pb)
+        moves = pb.parent is None or name in translating
+        if name in lined and lined[name][0] == path:
+            _, rotations, location = lined[name]
+            if location is None and moves:
+                location = np.zeros((len(frames), 3))
+            for k, frame in enumerate(frames):
+                results[frame][name] = (path, tuple(rotations[k]), None if location is None else tuple(location[k]))
+            continue
         rotation = REST_ROTATION[path]
         setattr(pb, path, rotation)
-        moves = pb.parent is None or name in translating
         if moves:
             pb.location = (0.0, 0.0, 0.0)
-        results[name] = (path, rotation, (0.0, 0.0, 0.0) if moves else None)
-    write_keys(obj, {frame: results})
+        for frame in frames:
+            results[frame][name] = (path, rotation, (0.0, 0.0, 0.0) if moves else None)
+    write_keys(obj, results)
 
 
 def pins_for_edit(context, obj, bone: str, frame: int) -> list[tuple]:

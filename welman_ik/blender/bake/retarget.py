@@ -37,7 +37,7 @@ from ..rig.retarget_map import bone_tree
 from . import contacts, retarget_feet, retarget_pose
 from .retarget_feet import Plant, unit
 
-PLANTS, ENDS, REST = 0, 1, 2  # the goals' priorities
+PLANTS, ENDS = 0, 1  # the goals' priorities (the lined-up pose below them, as the preferred pose)
 GROUPS = ("plants", "hips", "hands", "feet", "head", "orientations")
 
 
@@ -156,8 +156,8 @@ class Retarget:
             elif line.place:
                 priority = PLANTS if line.group == "hips" else ENDS
                 out.append(PositionGoal(joint, local, self.places[i][index], weight=line.weight, priority=priority))
-            if line.turn:
-                priority = ENDS if line.place or line.trunk else REST
+            if line.turn and (line.place or line.trunk):  # the limbs' other bones: kept near the lined-up pose
+                priority = ENDS
                 out.append(OrientationGoal(model.bones[line.target].frame_joint,
                                            self._turn(tree, line.target, self.turns[i][index]),
                                            length=self._length(tree, line.target), weight=line.weight,
@@ -292,7 +292,7 @@ def make(context, target, source, frames: list[int], scale: float, plants: bool)
     lifts = retarget.lifts()
     lift = np.mean(list(lifts.values()), axis=0) if lifts else np.zeros(len(frames))
     for i, place in retarget.places.items():
-        place[:, 2] += lifts.get(lines[i].target, lift) if lines[i].group == "feet" else lift
+        place[:, 2] += lift  # the whole body alike, the lined-up pose kept
     for plant in retarget.plants:  # on the target's floor, where the point is when its foot stands at rest
         rest = retarget.rest[plant.bone]
         plant.point = np.array([*plant.point[:2], rest[2, 3] + (unit(rest[:3, :3]) @ plant.local)[2]])

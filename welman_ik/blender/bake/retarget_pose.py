@@ -14,6 +14,7 @@ import numpy as np
 
 from ...core.anatomy import alignment
 from ...core.anatomy.retarget import retarget_roles
+from ...core.ranges import SphericalRanges
 from ..rig.model import chain_to_root
 from ..rig.retarget_map import bone_tree
 
@@ -111,3 +112,94 @@ def line_up(retarget, target_heads: dict, heads: np.ndarray, rotations: np.ndarr
             local = rest[c].T @ (target_heads[name] - target_heads[names[c]])
             offsets[name] = offsets[names[c]] + lined[:, c] @ local
     return LinedUp(turns, offsets, reference)
+
+
+def matrix_quaternions(r: np.ndarray) -> np.ndarray:
+    """Unit quaternions (frames, 4) (w, x, y, z) of rotations (frames, 3, 3), each on the side
+    of the last frame's (no sign flip from one frame to the next)."""
+    w = np.sqrt(np.maximum(0.0, 1.0 + r[:, 0, 0] + r[:, 1, 1] + r[:, 2, 2])) / 2.0
+    x = np.sqrt(np.maximum(0.0, 1.0 + r[:, 0, 0] - r[:, 1, 1] - r[:, 2, 2])) / 2.0
+    y = np.sqrt(np.maximum(0.0, 1.0 - r[:, 0, 0] + r[:, 1, 1] - r[:, 2, 2])) / 2.0
+    z = np.sqrt(np.maximum(0.0, 1.0 - r[:, 0, 0] - r[:, 1, 1] + r[:, 2, 2])) / 2.0
+    x = np.copysign(x, r[:, 2, 1] - r[:, 1, 2])
+    y = np.copysign(y, r[:, 0, 2] - r[:, 2, 0])
+    z = np.copysign(z, r[:, 1, 0] - r[:, 0, 1])
+    q = np.stack([w, x, y, z], axis=1)
+    q /= np.linalg.norm(q, axis=1, keepdims=True)
+    flips = np.concatenate([[1.0], np.sign(np.einsum("fi,fi->f", q[1:], q[:-1]) + 1e-300)])
+    return q * np.cumprod(flips)[:, None]
+
+
+def _in_range(pose_bone, basis: np.ndarray) -> np.ndarray:
+    """The channel turns ``basis`` (frames, 3, 3) of ``pose_bone`` moved into its joint range
+    (``welman_ik_range``), where it uses one."""
+    r = getattr(pose_bone, "welman_ik_range", None)
+    if r is None or not r.use:
+        return basis
+    count = len(basis)
+    ranges = SphericalRanges(np.zeros((count, 3)), np.tile((r.swing_x_min, r.swing_x_max), (count, 1)),
+                             np.tile((r.swing_z_min, r.swing_z_max), (count, 1)),
+                             np.tile((r.twist_min, r.twist_max), (count, 1)), np.full(count, r.roll))
+    return ranges.clamp(basis)
+
+
+def channels(retarget, frames_count: int) -> dict[str, tuple[str, np.ndarray, np.ndarray | None]]:
+    """bone -> (rotation data path, (frames, n) rotation values, (frames, 3) location or None):
+    the lined-up pose (``retarget.turns``, the hips' and the translating bones' places) as each
+    mapped bone's own channels, every bone between them at rest. A bone's channel turn is its
+    turn from its nearest turned ancestor's, as the two rest: Bᵀ Rc Aᶜᵀ A (B, Rc its and the
+    ancestor's rest rotations, Aᶜ, A their turns); a bone without one turns from its rest.
+    Constraints and drivers are not followed: this is the pose the solve starts from and keeps
+    near, not its result."""
+    from ..rig.channels import matrix_eulers, order_axes
+
+    target, lines = retarget.target, retarget.lines
+    pose_bones = target.pose.bones
+    world = np.array(target.matrix_world, dtype=float)
+    turned = {}
+    for i, line in enumerate(lines):
+        if line.turn and line.target not in turned:
+            turned[line.target] = retarget.turns[i]
+    placed = {line.target: retarget.places[i] for i, line in enumerate(lines) if line.place and i in retarget.places}
+    moving = retarget.translating() | {line.target for line in lines
+                                       if line.place and pose_bones[line.target].parent is None}
+
+    def rest_rotation(name):
+        m = world[:3, :3] @ np.array(target.data.bones[name].matrix_local, dtype=float)[:3, :3]
+        return m / np.linalg.norm(m, axis=0)
+
+    out = {}
+    for name, turn in turned.items():
+        pb = pose_bones[name]
+        rest = rest_rotation(name)
+        carrier = pb.parent
+        while carrier is not None and carrier.name not in turned:
+            carrier = carrier.parent
+        if carrier is None:
+            basis = rest.T @ turn
+        else:
+            basis = rest.T @ rest_rotation(carrier.name) @ np.swapaxes(turned[carrier.name], -1, -2) @ turn
+        basis = _in_range(pb, basis)
+        # Its turn as clamped, which its children's channels turn from.
+        turned[name] = (rest if carrier is None else turned[carrier.name] @ rest_rotation(carrier.name).T @ rest) @ basis
+        mode = pb.rotation_mode
+        if mode == "QUATERNION":
+            path, values = "rotation_quaternion", matrix_quaternions(basis)
+        elif mode == "AXIS_ANGLE":
+            q = matrix_quaternions(basis)
+            angle = 2.0 * np.arctan2(np.linalg.norm(q[:, 1:], axis=1), q[:, 0])
+            axis = q[:, 1:] / np.maximum(np.linalg.norm(q[:, 1:], axis=1, keepdims=True), 1e-12)
+            axis[np.linalg.norm(q[:, 1:], axis=1) < 1e-12] = (0.0, 1.0, 0.0)
+            path, values = "rotation_axis_angle", np.column_stack([angle, axis])
+        else:
+            axes = np.repeat(order_axes([mode]), frames_count, axis=0)
+            eulers = matrix_eulers(basis, axes, np.zeros((frames_count, 3)))
+            path, values = "rotation_euler", np.unwrap(eulers, axis=0)
+        location = None
+        if name in moving and name in placed:
+            # From its rest head, along its rest axes, in the armature's units (its parents at rest).
+            head = np.linalg.solve(world, np.column_stack([placed[name], np.ones(frames_count)]).T).T[:, :3]
+            local = np.array(target.data.bones[name].matrix_local, dtype=float)
+            location = (head - local[:3, 3]) @ (local[:3, :3] / np.linalg.norm(local[:3, :3], axis=0) ** 2)
+        out[name] = (path, values, location)
+    return out
