@@ -37,7 +37,7 @@ from ..rig.retarget_map import bone_tree
 from . import contacts, retarget_feet, retarget_pose
 from .retarget_feet import Plant, unit
 
-PLANTS, ENDS = 0, 1  # the goals' priorities (the lined-up pose below them, as the preferred pose)
+PLANTS, ENDS, BENDS = 0, 1, 2  # the goals' priorities (the lined-up pose below them, as the preferred pose)
 GROUPS = ("plants", "hips", "hands", "feet", "head", "orientations")
 
 
@@ -66,6 +66,7 @@ class Line:
     group: str
     base: str = ""  # a hand's: the target bone at whose head its limb starts (its place is kept from there)
     trunk: bool = False  # the spine, chest, neck, clavicles or the hips' turn: held with the ends, above the limbs
+    bend: bool = False  # a shin's or a forearm's turn: held below the ends, so the knee bends in the source's plane
 
 
 @dataclass
@@ -156,8 +157,8 @@ class Retarget:
             elif line.place:
                 priority = PLANTS if line.group == "hips" else ENDS
                 out.append(PositionGoal(joint, local, self.places[i][index], weight=line.weight, priority=priority))
-            if line.turn and (line.place or line.trunk):  # the limbs' other bones: kept near the lined-up pose
-                priority = ENDS
+            if line.turn and (line.place or line.trunk or line.bend):  # the rest: kept near the lined-up pose
+                priority = BENDS if line.bend else ENDS
                 out.append(OrientationGoal(model.bones[line.target].frame_joint,
                                            self._turn(tree, line.target, self.turns[i][index]),
                                            length=self._length(tree, line.target), weight=line.weight,
@@ -208,6 +209,7 @@ def make(context, target, source, frames: list[int], scale: float, plants: bool)
     hips_source = next((line.source for line in lines if line.group == "hips"), None)
     for line in lines:
         line.trunk = line.source == hips_source or source_roles.get(line.source, "").startswith(TRUNK_ROLES)
+        line.bend = source_roles.get(line.source, "").startswith(("shin.", "forearm."))
     retarget = Retarget(target, source, scale, frames, lines)
     anchors = _anchors(target, source, lines, source_roles, target_roles)
     legs = {line.source: contacts.leg_of(source, line.source, source_roles)
@@ -289,13 +291,14 @@ def make(context, target, source, frames: list[int], scale: float, plants: bool)
             plant.local = turn[reference].T @ (plant.local * scale)
             points = retarget.places[i] + turn @ plant.local
             plant.point = points[plant.first:plant.last + 1].mean(axis=0)
-    lifts = retarget.lifts()
-    lift = np.mean(list(lifts.values()), axis=0) if lifts else np.zeros(len(frames))
+    lift = retarget_feet.body_lift(retarget)
+    if lift is None:  # no plants to stand on
+        lifts = retarget.lifts()
+        lift = np.mean(list(lifts.values()), axis=0) if lifts else np.zeros(len(frames))
     for i, place in retarget.places.items():
         place[:, 2] += lift  # the whole body alike, the lined-up pose kept
     for plant in retarget.plants:  # on the target's floor, where the point is when its foot stands at rest
-        rest = retarget.rest[plant.bone]
-        plant.point = np.array([*plant.point[:2], rest[2, 3] + (unit(rest[:3, :3]) @ plant.local)[2]])
+        plant.point = np.array([*plant.point[:2], retarget_feet.floor_height(retarget, plant)])
     retarget_feet.toes_from_heels(retarget.plants)
     retarget_feet.above_floor(retarget)
     return retarget

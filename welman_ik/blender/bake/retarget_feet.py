@@ -44,6 +44,37 @@ def whole_contacts(plants: list[Plant], gap: int) -> None:
             plant.first = min(plant.first, max(before))
 
 
+def floor_height(retarget, plant: Plant) -> float:
+    """The height of ``plant``'s point when its foot stands at rest on the target's floor."""
+    rest = retarget.rest[plant.bone]
+    return float(rest[2, 3] + (unit(rest[:3, :3]) @ plant.local)[2])
+
+
+def body_lift(retarget) -> np.ndarray | None:
+    """[m] (frames,) how far the whole body goes up on each frame so that its planted points,
+    where the lined-up pose puts them (``retarget.places`` of the feet, not yet lifted), stand
+    on the floor: on a frame with plants, the least any of them asks (a foot asking more bends
+    its knee further rather than straightening the other), in between a straight line, held
+    before the first and after the last. None without plants. The knees then bend as the
+    source's where the feet are planted, whatever the two bodies' proportions."""
+    feet = {line.target: i for i, line in enumerate(retarget.lines)
+            if line.group == "feet" and i in retarget.places and i in retarget.turns}
+    count = len(retarget.frames)
+    asked = np.full(count, np.inf)
+    for plant in retarget.plants:
+        i = feet.get(plant.bone)
+        if i is None:
+            continue
+        span = slice(plant.first, plant.last + 1)
+        heights = retarget.places[i][span, 2] + (retarget.turns[i][span] @ plant.local)[:, 2]
+        asked[span] = np.minimum(asked[span], floor_height(retarget, plant) - heights)
+    known = np.isfinite(asked)
+    if not known.any():
+        return None
+    at = np.arange(count)
+    return np.interp(at, at[known], asked[known])
+
+
 def toes_from_heels(plants: list[Plant]) -> None:
     """A toe plant held while its foot's heel plant holds too is put where the foot can put it:
     as far from the heel's point as the two points are apart on the foot, at its own height,

@@ -46,6 +46,23 @@ def body_frames(heads: np.ndarray) -> np.ndarray:
     return alignment.frames_from(left - right, top - (left + right) / 2.0)
 
 
+def _flat_foot(source: np.ndarray, ankle: np.ndarray, toe: np.ndarray, rest: np.ndarray,
+               rest_toe: np.ndarray) -> np.ndarray:
+    """A foot's world rotations (frames, 3, 3) lined up where the source's foot is flattest on
+    the ground (its ankle and toe, ``ankle`` + ``toe``, least above their lowest): there the
+    target's foot stands as in its rest, flat on its floor, only turned about the vertical to
+    head where the source's heads; every other frame turns from there as the source's foot
+    (``source``). A foot's pitch in the two rests says nothing of the floor: a source whose
+    foot bone points lower than the target's would otherwise plant its toes through it."""
+    heights = ankle[:, 2] - ankle[:, 2].min() + (ankle + toe)[:, 2] - (ankle + toe)[:, 2].min()
+    flat = int(np.argmin(heights))
+    heading = np.arctan2(toe[flat, 1], toe[flat, 0]) - np.arctan2(rest_toe[1], rest_toe[0])
+    if np.hypot(*toe[flat, :2]) < 1e-9 or np.hypot(*rest_toe[:2]) < 1e-9:
+        heading = 0.0
+    lined = alignment.along(np.array([0.0, 0.0, 1.0]), heading) @ rest
+    return source @ np.swapaxes(source[flat], -1, -2) @ lined
+
+
 def line_up(retarget, target_heads: dict, heads: np.ndarray, rotations: np.ndarray, column: dict,
             body_s: tuple, body_t: tuple) -> LinedUp:
     """The lined-up pose of ``retarget``'s turned lines. ``target_heads``: every target bone's
@@ -100,6 +117,10 @@ def line_up(retarget, target_heads: dict, heads: np.ndarray, rotations: np.ndarr
         hinges[n] = (lower, bend if np.linalg.norm(bend) > np.sin(np.radians(3.0)) else rest[lower][:, 0])
     body = frame_s[reference] @ frame_t.T
     lined = alignment.line_up(source, segments_s, rest, segments_t, carriers, swung, body, hinges, reference)
+    for n, i in enumerate(order):
+        if roles.get(lines[i].source, "").startswith("foot."):
+            lined[:, n] = _flat_foot(source[:, n], heads[:, column[lines[i].source]], segments_s[:, n], rest[n],
+                                     segments_t[n])
     turns = {j: lined[:, place[line.target]] for j, line in enumerate(lines) if line.turn}
     # Forward kinematics from the hips: each head where its carrier's turn puts its rest offset.
     offsets = {}
