@@ -51,10 +51,24 @@ def rig(tmp_path) -> Path:
     return path
 
 
+def exit_status(entries) -> int:
+    """The CLI's exit status for these report entries: 0 when every clip is ok, else 2."""
+    return 0 if all(e["status"] == "ok" for e in entries) else 2
+
+
 def check_written(path: Path, entry: dict) -> None:
     """The written .blend opened here: its rig's new action, the clip's untouched, and the
-    plants and hips measured again on the evaluated pose."""
-    assert entry["status"] == "ok", entry
+    plants and hips measured again on the evaluated pose. The status says ok exactly when every
+    gate held, and names each one missed otherwise (the file is written either way)."""
+    gates = entry["gates"]
+    assert set(gates) == {"plants", "floor", "planted", "bends", "facing", "stretch"}
+    missed = [name for name, gate in gates.items() if not gate["held"]]
+    assert all(gate["held"] == (gate["value"] <= gate["limit"]) for gate in gates.values())
+    if missed:
+        assert entry["status"].startswith("failed: gates missed: ") and all(n in entry["status"] for n in missed)
+    else:
+        assert entry["status"] == "ok", entry
+    assert path.exists()
     assert all(entry[k] is not None for k in GROUPS_MM) and entry["orientations_deg"] is not None
     assert entry["plants_mm"] <= 1.0 and entry["hips_mm"] <= 20.0 and entry["contacts"] > 0
     bpy.ops.wm.open_mainfile(filepath=str(path))
@@ -73,8 +87,8 @@ def check_written(path: Path, entry: dict) -> None:
 def test_onto_a_rig_locally(clips, rig, tmp_path):
     out = tmp_path / "out"
     done = cleanup(clips, "--out", out, "--onto", rig, "--workers", "2")
-    assert done.returncode == 0, done.stderr
     entries = {e["file"]: e for e in json.loads((out / "report.json").read_text())}
+    assert done.returncode == exit_status(entries.values()), done.stderr
     assert set(entries) == {"walk.bvh", "mixamo.bvh"}
     assert sorted(p.name for p in out.iterdir()) == ["mixamo.blend", "report.json", "walk.blend"]
     for name, entry in entries.items():
@@ -86,9 +100,10 @@ def test_onto_a_rig_locally(clips, rig, tmp_path):
 def test_onto_a_rig_as_fbx(clips, rig, tmp_path):
     out = tmp_path / "fbx"
     done = cleanup(clips / "walk.bvh", "--out", out, "--onto", f"{rig}:metarig", "--format", "fbx")
-    assert done.returncode == 0, done.stderr
     entry = json.loads((out / "report.json").read_text())[0]
-    assert entry["status"] == "ok" and entry["measured_on"] == "the written file, imported again"
+    assert done.returncode == exit_status([entry]), done.stderr
+    assert entry["status"].startswith(("ok", "failed: gates missed")) and entry["measured_on"] == (
+        "the written file, imported again")
     assert entry["plants_mm"] <= 1.0 and entry["hips_mm"] <= 20.0
     assert (out / "walk.fbx").is_file()
 
@@ -121,9 +136,29 @@ def test_onto_a_rig_through_a_dask_scheduler_and_two_workers(clips, rig, tmp_pat
         out = tmp_path / "out"
         started = time.perf_counter()
         done = cleanup(clips, "--out", out, "--onto", rig, "--scheduler", address)
-        assert done.returncode == 0, done.stderr
         assert time.perf_counter() - started < 300
         entries = {e["file"]: e for e in json.loads((out / "report.json").read_text())}
+        assert done.returncode == exit_status(entries.values()), done.stderr
         assert {e["worker"] for e in entries.values()} == {"worker0", "worker1"}, entries
         for name, entry in entries.items():
             check_written(out / name.replace(".bvh", ".blend"), entry)
+
+
+@pytest.mark.once
+def test_a_clip_that_misses_a_gate_fails_and_says_which(clips, tmp_path):
+    """A rig whose spine a constraint stretches a fifth: the clip is written, its report names
+    the stretch gate and its figure, and the run exits 2."""
+    scenes.empty_scene()
+    target = scenes.basic_human(pins=())
+    stretch = target.pose.bones["spine.003"].constraints.new("LIMIT_SCALE")
+    stretch.use_min_y, stretch.min_y, stretch.owner_space = True, 1.2, "LOCAL"
+    bpy.ops.object.mode_set(mode="OBJECT")
+    rig = tmp_path / "stretched.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(rig), copy=True)
+    out = tmp_path / "out"
+    done = cleanup(clips / "walk.bvh", "--out", out, "--onto", rig)
+    entry = json.loads((out / "report.json").read_text())[0]
+    assert done.returncode == 2, entry
+    assert entry["status"].startswith("failed: gates missed: stretch 20.0"), entry["status"]
+    assert not entry["gates"]["stretch"]["held"] and entry["gates"]["stretch"]["bone"] == "spine.003"
+    assert (out / "walk.blend").exists()

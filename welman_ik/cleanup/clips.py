@@ -208,7 +208,8 @@ def shift_action(obj, frames: float) -> None:
 
 def run_clip(name: str, output: Path, work: Callable[[], dict]) -> dict:
     """The report entry of clip ``name``: ``work()``'s fields, or its failure as ``status`` and
-    no ``output`` file left behind; the seconds it took."""
+    no ``output`` file left behind (one written and measured, whose figures missed a gate, is
+    kept for the user to see); the seconds it took."""
     started = time.perf_counter()
     result = entry(name)
     try:
@@ -217,7 +218,7 @@ def run_clip(name: str, output: Path, work: Callable[[], dict]) -> dict:
         result["status"] = str(error)
     except Exception as error:  # noqa: BLE001 - any failure is this clip's, reported in its entry
         result["status"] = f"failed: {type(error).__name__}: {error}"
-    if result["status"] != "ok":
+    if result["status"] != "ok" and not result.get("measured_on"):  # (a written file that missed a gate stays)
         with contextlib.suppress(OSError):
             output.unlink()
     result["seconds"] = round(time.perf_counter() - started, 3)

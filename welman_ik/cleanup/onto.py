@@ -75,7 +75,8 @@ def _target(name: str, rig: Path):
 
 def _retarget(source: Path, output: Path, rig: Path, target_name: str, scale: float | None) -> dict:
     from ..blender.bake import retarget as goals
-    from ..blender.bake.retarget_measure import GROUPS, measure
+    from ..blender.bake.retarget_gates import evaluate
+    from ..blender.bake.retarget_measure import GROUPS
     from ..blender.rig.model import RigError
     from ..blender.rig.retarget_map import retarget_scale
 
@@ -132,7 +133,8 @@ def _retarget(source: Path, output: Path, rig: Path, target_name: str, scale: fl
     if target.animation_data is None or target.animation_data.action is None:
         raise ClipError("the written file's rig has no action")
     found.target = target  # the written rig, measured against the same goals
-    misses = {m.group: m for m in measure(found)}
+    found_misses, gates = evaluate(found)
+    misses = {m.group: m for m in found_misses}
     out = {"frames": len(frames), "contacts": len(found.plants), "onto": names[0], "scale": scale,
            "retarget_scale": round(ratio, 6), "action": target.animation_data.action.name,
            "measured_on": "the written file, " + ("imported again" if output.suffix.lower() == ".fbx" else "opened again")}
@@ -142,7 +144,21 @@ def _retarget(source: Path, output: Path, rig: Path, target_name: str, scale: fl
         value = None if miss is None else (math.degrees(miss.error) if group in ANGLE_GROUPS else miss.error * MM)
         out[key] = None if value is None else round(value, 4)
     out["slide_after_mm"] = out["max_pin_error_mm"] = out["plants_mm"] if found.plants else 0.0
+    out["gates"] = {g.name: {"value": _figure(g.name, g.value), "limit": _figure(g.name, g.limit), "held": g.held,
+                             "frame": g.frame, "bone": g.bone} for g in gates}
+    missed = [g for g in gates if not g.held]
+    if missed:  # the file is written, and the clip failed: say which gate, by how much
+        out["status"] = "failed: gates missed: " + ", ".join(
+            f"{g.name} {_figure(g.name, g.value)} (limit {_figure(g.name, g.limit)}; {g.bone}, frame {g.frame})"
+            for g in missed)
     return out
+
+
+def _figure(gate: str, value: float) -> float:
+    """A gate's figure as report.json gives it: mm, degrees or per cent."""
+    from ..blender.bake.retarget_gates import ANGLES
+
+    return round(math.degrees(value) if gate in ANGLES else 100.0 * value if gate == "stretch" else value * MM, 4)
 
 
 def _export_target(target, output: Path, frames: range) -> None:

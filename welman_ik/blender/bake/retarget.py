@@ -87,6 +87,7 @@ class Retarget:
     offsets: dict[int, np.ndarray] = field(default_factory=dict)  # a hand's line -> its place from its base (frames, 3)
     reference: int = 0  # the frame (index) on which the target was lined up with the source
     source_heads: dict[str, np.ndarray] = field(default_factory=dict)  # source bone -> its head (frames, 3), world
+    source_roles: dict[str, str] = field(default_factory=dict)  # source bone -> its role (as the naming says)
 
     @property
     def bones(self) -> list[str]:
@@ -211,6 +212,7 @@ def make(context, target, source, frames: list[int], scale: float, plants: bool)
         line.trunk = line.source == hips_source or source_roles.get(line.source, "").startswith(TRUNK_ROLES)
         line.bend = source_roles.get(line.source, "").startswith(("shin.", "forearm."))
     retarget = Retarget(target, source, scale, frames, lines)
+    retarget.source_roles = source_roles
     anchors = _anchors(target, source, lines, source_roles, target_roles)
     legs = {line.source: contacts.leg_of(source, line.source, source_roles)
             for line in lines if plants and line.group == "feet" and line.place}

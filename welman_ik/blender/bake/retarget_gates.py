@@ -56,8 +56,9 @@ def body_unit(target) -> float:
         return 1.0
 
 
-def _first_by_role(obj) -> dict[str, str]:
-    roles = retarget_roles(*bone_tree(obj))[1]
+def _first_by_role(obj, roles: dict | None = None) -> dict[str, str]:
+    """role -> the first bone of ``obj`` with it (``roles``: bone -> role, read when not given)."""
+    roles = retarget_roles(*bone_tree(obj))[1] if roles is None else roles
     out: dict[str, str] = {}
     for name, role in roles.items():
         out.setdefault(role, name)
@@ -76,7 +77,7 @@ def measured_bone(obj, name: str) -> str:
 def limb_joints(retarget: Retarget) -> list[tuple[str, tuple[str, str, str], tuple[str, str, str]]]:
     """(label, target's three measured bones, source's three bones) of each knee and elbow both
     rigs have: hip, knee, ankle (shoulder, elbow, wrist) by their heads."""
-    target, source = _first_by_role(retarget.target), _first_by_role(retarget.source)
+    target, source = _first_by_role(retarget.target), _first_by_role(None, retarget.source_roles)
     out = []
     for parts in LIMBS:
         for side in ("L", "R"):
