@@ -88,6 +88,7 @@ class Retarget:
     reference: int = 0  # the frame (index) on which the target was lined up with the source
     source_heads: dict[str, np.ndarray] = field(default_factory=dict)  # source bone -> its head (frames, 3), world
     source_roles: dict[str, str] = field(default_factory=dict)  # source bone -> its role (as the naming says)
+    carriers: dict[str, str | None] = field(default_factory=dict)  # turned bone -> the turned bone that carries it
 
     @property
     def bones(self) -> list[str]:
@@ -105,9 +106,11 @@ class Retarget:
 
     def translating(self) -> frozenset[str]:
         """The mapped bones that follow a place and can move by their location (not connected,
-        location free): a Rigify rig's torso and IK hands and feet."""
+        location free): a Rigify rig's torso and IK hands and feet. The head is placed by the
+        trunk below it, never by its location (a neck that stretches to a moved head is not the
+        source's)."""
         pose_bones = self.target.pose.bones
-        return frozenset(line.target for line in self.lines if line.place
+        return frozenset(line.target for line in self.lines if line.place and line.group in {"hips", "hands", "feet"}
                          and pose_bones[line.target].parent is not None
                          and not pose_bones[line.target].bone.use_connect
                          and not all(pose_bones[line.target].lock_location))
@@ -276,6 +279,7 @@ def make(context, target, source, frames: list[int], scale: float, plants: bool)
         # reaches from there as the source's does, scaled.
         line.base = base
         retarget.offsets[i] = scale * (heads[:, k] - shoulder)
+    _within_reach(retarget, target_roles)
     if plants:
         retarget.plants = retarget_feet.plants(context, retarget, legs, column, posed, lambda points: scaled(points) + shift)
         scene = context.scene
@@ -304,6 +308,26 @@ def make(context, target, source, frames: list[int], scale: float, plants: bool)
     retarget_feet.toes_from_heels(retarget.plants)
     retarget_feet.above_floor(retarget)
     return retarget
+
+
+def _within_reach(retarget: Retarget, target_roles: dict) -> None:
+    """Each hand held from its shoulder no further than the target's arm reaches (its upper
+    arm's and forearm's lengths, less a hair): a hand asked past it would stretch a rig whose
+    IK stretches, or lock the elbow straight."""
+    scale = np.cbrt(abs(np.linalg.det(np.array(retarget.target.matrix_world, dtype=float)[:3, :3])))
+    bones = retarget.target.data.bones
+    for i, line in enumerate(retarget.lines):
+        side = retarget.source_roles.get(line.source, "").rpartition(".")[2]
+        if i not in retarget.offsets or line.group != "hands" or side not in ("L", "R"):
+            continue
+        arm = [next((n for n, r in target_roles.items() if r == f"{part}.{side}"), None)
+               for part in ("upper_arm", "forearm")]
+        if None in arm:
+            continue
+        reach = 0.995 * scale * sum(bones[n].length for n in arm)
+        offset = retarget.offsets[i]
+        far = np.linalg.norm(offset, axis=1)
+        retarget.offsets[i] = offset * np.minimum(1.0, reach / np.maximum(far, 1e-12))[:, None]
 
 
 def _chain_length(ends: dict, parents: dict, bone: str, top: str) -> float:

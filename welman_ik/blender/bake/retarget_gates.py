@@ -21,6 +21,7 @@ from ..rig.body import pose_matrices, rest_ends
 from ..rig.retarget_map import bone_tree, rest_points
 from . import retarget_measure
 from .retarget import Retarget, unit
+from .retarget_pose import measured_bone
 
 HUMAN_LEG = 0.9  # [m] hip to ankle of a grown person, the body the length limits are given for
 LIMITS = {"plants": 0.001, "floor": 0.002, "planted": 0.005,  # [m] for a HUMAN_LEG leg
@@ -63,15 +64,6 @@ def _first_by_role(obj, roles: dict | None = None) -> dict[str, str]:
     for name, role in roles.items():
         out.setdefault(role, name)
     return out
-
-
-def measured_bone(obj, name: str) -> str:
-    """The bone whose evaluated pose shows the body part ``name`` controls: a generated Rigify
-    rig's deforming bone for its FK or IK control ('DEF-thigh.L' for 'thigh_fk.L'), else
-    ``name`` itself."""
-    base = name.replace("_fk", "").replace("_ik", "")
-    deforming = f"DEF-{base}"
-    return deforming if deforming in obj.data.bones and deforming != name else name
 
 
 def limb_joints(retarget: Retarget) -> list[tuple[str, tuple[str, str, str], tuple[str, str, str]]]:

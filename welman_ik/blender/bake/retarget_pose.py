@@ -18,6 +18,7 @@ from ...core.ranges import SphericalRanges
 from ..rig.model import chain_to_root
 from ..rig.retarget_map import bone_tree
 
+CHANNELS = ("location", "rotation_quaternion", "rotation_euler", "rotation_axis_angle", "scale")
 _LOWER = {"thigh": "shin", "upper_arm": "forearm"}  # an upper limb bone's role -> its lower one's
 
 
@@ -29,6 +30,53 @@ class LinedUp(NamedTuple):
     turns: dict
     offsets: dict
     reference: int
+
+
+def measured_bone(obj, name: str) -> str:
+    """The bone whose evaluated pose shows the body part ``name`` controls: a generated Rigify
+    rig's deforming bone for its FK or IK control ('DEF-thigh.L' for 'thigh_fk.L'), else
+    ``name`` itself."""
+    base = name.replace("_fk", "").replace("_ik", "")
+    deforming = f"DEF-{base}"
+    return deforming if deforming in obj.data.bones and deforming != name else name
+
+
+def carried_by(target, names: list[str]) -> dict[str, set[str]]:
+    """name -> the others of ``names`` that turn it when they turn, as Blender evaluates the rig
+    (constraints and drivers included: a generated Rigify rig's shoulders follow its chest
+    control though their parents lead to its torso). Each bone is turned a little in turn, the
+    pose evaluated, and put back as it was."""
+    import bpy
+    from mathutils import Matrix
+
+    pose_bones = target.pose.bones
+    index = {name: k for k, name in enumerate(pose_bones.keys())}
+    rows = [index[n] for n in names]
+    flat = np.empty(len(pose_bones) * 16, np.float32)
+
+    def read() -> np.ndarray:
+        bpy.context.view_layer.update()
+        pose_bones.foreach_get("matrix", flat)
+        m = flat.reshape(-1, 4, 4)[rows]
+        return m[:, :3, :3] / np.linalg.norm(m[:, :3, :3], axis=1, keepdims=True)
+
+    before = read()
+    out: dict[str, set[str]] = {name: set() for name in names}
+    for k, name in enumerate(names):
+        pb = pose_bones[name]
+        kept = [(path, tuple(getattr(pb, path))) for path in CHANNELS]  # exactly as they were
+        pb.matrix_basis = pb.matrix_basis @ Matrix.Rotation(0.3, 4, "X") @ Matrix.Rotation(0.3, 4, "Z")
+        try:
+            turned = read()
+        finally:
+            for path, values in kept:
+                setattr(pb, path, values)
+        moved = alignment.rotation_angles(np.swapaxes(before, -1, -2) @ turned) > 1e-3
+        for j in np.flatnonzero(moved):
+            if j != k:
+                out[names[j]].add(name)
+    read()
+    return out
 
 
 def body_bones(roles: dict) -> tuple[str, str, str]:
@@ -74,23 +122,30 @@ def line_up(retarget, target_heads: dict, heads: np.ndarray, rotations: np.ndarr
     for i, line in enumerate(lines):  # each target bone once, parents first
         if line.turn and line.target not in turned:
             turned[line.target] = i
-    order = sorted(turned.values(), key=lambda i: len(chain_to_root(pose_bones[lines[i].target])))
+    movers = carried_by(retarget.target, list(turned))
+    order = sorted(turned.values(), key=lambda i: (len(movers[lines[i].target]),
+                                                    len(chain_to_root(pose_bones[lines[i].target]))))
     names = [lines[i].target for i in order]
     place = {name: n for n, name in enumerate(names)}
     carriers = np.full(len(order), -1)
     for n, name in enumerate(names):
-        parent = pose_bones[name].parent
-        while parent is not None and parent.name not in place:
-            parent = parent.parent
-        carriers[n] = place[parent.name] if parent is not None else -1
+        if movers[name]:  # the nearest: the one the others that move it move too
+            carriers[n] = place[max(movers[name], key=lambda m: (len(movers[m]), place[m]))]
+    retarget.carriers = {name: (names[c] if c >= 0 else None) for name, c in zip(names, carriers)}
     children = {n: [m for m in range(len(order)) if carriers[m] == n] for n in range(len(order))}
     rest = np.array([retarget.rest[name][:3, :3] / np.linalg.norm(retarget.rest[name][:3, :3], axis=0)
                      for name in names])
     source = rotations[:, [column[lines[i].source] for i in order]]
     segments_t = rest[:, :, 1].copy()  # along each bone, unless it leads to one paired joint
     segments_s = source[..., :, 1].copy()
+    target = retarget.target
     for n, i in enumerate(order):
         kids = [m for m in children[n] if lines[order[m]].source != lines[i].source]
+        twin = measured_bone(target, names[n])
+        if twin != names[n]:  # a control: the bone it moves lies along the body part (a Rigify foot_ik points back)
+            m = np.array(target.matrix_world, dtype=float)[:3, :3] @ np.array(target.data.bones[twin].matrix_local,
+                                                                                dtype=float)[:3, :3]
+            segments_t[n] = m[:, 1]
         if len(kids) == 1:
             child = lines[order[kids[0]]]
             segments_t[n] = target_heads[child.target] - target_heads[lines[i].target]
@@ -189,20 +244,20 @@ def channels(retarget, frames_count: int) -> dict[str, tuple[str, np.ndarray, np
         m = world[:3, :3] @ np.array(target.data.bones[name].matrix_local, dtype=float)[:3, :3]
         return m / np.linalg.norm(m, axis=0)
 
+    turned = {name: turned[name] for name in sorted(turned, key=lambda n: list(retarget.carriers).index(n)
+                                                      if n in retarget.carriers else -1)}  # carriers first
     out = {}
     for name, turn in turned.items():
         pb = pose_bones[name]
         rest = rest_rotation(name)
-        carrier = pb.parent
-        while carrier is not None and carrier.name not in turned:
-            carrier = carrier.parent
+        carrier = retarget.carriers.get(name)
         if carrier is None:
             basis = rest.T @ turn
         else:
-            basis = rest.T @ rest_rotation(carrier.name) @ np.swapaxes(turned[carrier.name], -1, -2) @ turn
+            basis = rest.T @ rest_rotation(carrier) @ np.swapaxes(turned[carrier], -1, -2) @ turn
         basis = _in_range(pb, basis)
         # Its turn as clamped, which its children's channels turn from.
-        turned[name] = (rest if carrier is None else turned[carrier.name] @ rest_rotation(carrier.name).T @ rest) @ basis
+        turned[name] = (rest if carrier is None else turned[carrier] @ rest_rotation(carrier).T @ rest) @ basis
         mode = pb.rotation_mode
         if mode == "QUATERNION":
             path, values = "rotation_quaternion", matrix_quaternions(basis)
