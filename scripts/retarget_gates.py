@@ -184,6 +184,7 @@ def main() -> None:
     parser.add_argument("--up", choices=("Y", "Z"), default="Y")
     parser.add_argument("--json", type=Path, default=None)
     parser.add_argument("--blend", type=Path, default=None)
+    parser.add_argument("--ratio", action="store_true", help="time a Copy Rotation bake of the same frames too")
     parser.add_argument("--poses", type=Path, default=None, help="save the target's evaluated bone matrices (.npy)")
     args = parser.parse_args()
     path = FIXTURES / args.clip
@@ -213,6 +214,17 @@ def main() -> None:
                "result": sorted(result), "seconds": took, "frames_per_second": len(frames) / took,
                "message": target.welman_ik.last_solve.message}
     figures.update(gates(source, target, frames, fps))
+    if args.ratio:  # Blender's own: Copy Rotation constraints baked by nla.bake, onto a second rig
+        import compare_retarget
+
+        from welman_ik.blender.rig.retarget_map import retarget_scale
+
+        bpy.ops.object.mode_set(mode="OBJECT")
+        other = scenes.basic_human(pins=()) if args.rig == "metarig" else scenes.generated_rigify()
+        bpy.ops.welman_ik.retarget_map_fill(source=source.name)
+        copy = compare_retarget.rotation_copy(source, other, frames, retarget_scale(other, source))
+        figures["copy_rotation_seconds"] = copy
+        figures["times_copy_rotation"] = took / copy
     for key, value in figures.items():
         print(f"{key:>24}: {value:.3f}" if isinstance(value, float) else f"{key:>24}: {value}")
     if args.json:

@@ -37,7 +37,7 @@ a new action (every existing action is kept)"""
     frame_end: IntProperty(name="End", default=0, min=0, description="Last frame (0: the source action's last)")
     scale: FloatProperty(name="Scale", default=0.0, min=0.0,
                          description="How many times larger this armature is than the source (0: the ratio of "
-                                     "their leg lengths, hip to ankle)")
+                                     "their leg lengths, hip to knee to ankle)")
     plants: BoolProperty(name="Plants", default=True,
                          description="Hold this armature's feet where the source's feet are planted")
 

@@ -42,7 +42,7 @@ def rest_points(obj) -> dict[str, tuple]:
 
 
 def retarget_scale(target, source) -> float:
-    """How many times longer ``target``'s legs are than ``source``'s, hip to ankle in the world
+    """How many times longer ``target``'s legs are than ``source``'s, hip to knee to ankle in the world
     (a retarget's automatic scale); RigError saying which rig has no legs to measure."""
     roles = [retarget_roles(*bone_tree(obj))[1] for obj in (target, source)]
     try:
