@@ -80,3 +80,13 @@ def test_the_clean_up_and_the_retarget_do_not_import_each_other(importer: str, i
     found = [name for name in names if name == other or name.startswith(other + ".")]
     assert not found, f"cleanup/{importer}.py imports {', '.join(found)}: share it through clips.py"
     assert "welman_ik.cleanup.clips" in names  # the imports were read: both read their clips there
+
+
+def test_the_retarget_is_a_source_of_goals_the_pipeline_makes_no_case_of():
+    """The bake's steps ask their plan's goal source (``BakePlan.source``) for goals, keys and
+    its own loop, and never whether it is a retarget."""
+    bake = PACKAGE / "blender" / "bake"
+    steps = ["plan", "sampling", "goals", "solve", "carry", "plants", "log", "keys", "measure", "correct", "report"]
+    for step in steps:
+        text = (bake / f"{step}.py").read_text()
+        assert "plan.retarget" not in text and ".retarget is" not in text, step

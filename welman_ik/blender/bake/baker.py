@@ -22,7 +22,7 @@ import numpy as np
 from ..rig import driven, keyframes
 from ..rig.channels import PoseSnapshot
 from . import retarget_gates, retarget_pose
-from .correct import close_loop, close_retarget_loop
+from .correct import close_loop
 from .edit import MotionEdit, surrounding_keys
 from .frames import pins_on
 from .goals import frame_goals, pin_targets
@@ -36,6 +36,7 @@ from .retarget import make as retarget_goals
 from .retarget_measure import GroupMiss
 from .sampling import ClipSampler, direct_sampling
 from .solve import FrameSolver
+from .source import GoalSource
 
 SUFFIX = ".welman_bake"
 RETARGET_SUFFIX = ".welman_retarget"
@@ -56,9 +57,10 @@ class Baker:
     """
 
     def __init__(self, context, obj, frame_start: int, frame_end: int, step: int = 1, move_root: bool | None = None,
-                 edit: MotionEdit | None = None, direct: bool | None = None, retarget: Retarget | None = None):
-        """``move_root``: True as ``root_motion = 'FREE'``, False as 'KEEP'; None: the setting."""
-        self.plan = BakePlan.make(context, obj, frame_start, frame_end, step, move_root, edit, retarget)
+                 edit: MotionEdit | None = None, direct: bool | None = None, source: GoalSource | None = None):
+        """``move_root``: True as ``root_motion = 'FREE'``, False as 'KEEP'; None: the setting;
+        ``source``: each frame's goals from it (a retarget), not from the pins."""
+        self.plan = BakePlan.make(context, obj, frame_start, frame_end, step, move_root, edit, source)
         self.pose_before = PoseSnapshot(obj)  # unkeyed edits included
         self.sampling = ClipSampler(self.plan, direct)
         self.solver = FrameSolver(self.plan)
@@ -118,7 +120,8 @@ class Baker:
                 obj.animation_data.action_extrapolation = "NOTHING"
             keyframes.assign_action(obj, baked)
         ease_onto_plants(self.plan, self.log, self.sampling, self.results)
-        if self.plan.retarget is not None:  # the rig's own mechanism (driven and hidden bones) is not keyed
+        source = self.plan.source
+        if source is not None and not source.keys_mechanism:  # the rig's driven and hidden bones left unkeyed
             names = {name for channels in self.results.values() for name in channels}
             frozen = driven.frozen_bones(obj, names)
             for channels in self.results.values():
@@ -127,8 +130,8 @@ class Baker:
         write_keys(obj, self.results)
         # Constraints, drivers or NLA: the model may not be the pose, so close the loop.
         direct = self.sampling.sampler.direct
-        if self.plan.retarget is not None and not direct:
-            close_retarget_loop(self.plan, self.sampling, self.results)
+        if source is not None and not direct:  # its own goals on the evaluated pose, again where missed
+            source.close_loop(self.plan, self.sampling, self.results)
         self.measure.verify(None if direct else close_loop(self.plan, self.log, self.sampling, self.measure,
                                                            self.results))
         collect(self.sampling.trees, self._results)  # (the trees the last steps built let go)
@@ -190,7 +193,7 @@ class RetargetRun:
         try:
             keyframes.assign_action(target, self.action)
             _key_lined_up(target, self.retarget, frames)
-            self.baker = Baker(context, target, frames[0], frames[-1], retarget=self.retarget)
+            self.baker = Baker(context, target, frames[0], frames[-1], source=self.retarget)
         except Exception:
             self.abort()
             raise

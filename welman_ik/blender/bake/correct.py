@@ -48,7 +48,7 @@ def close_retarget_loop(plan, sampling, results: dict, passes: int = CORRECTION_
     """A retarget's own loop: the frames whose evaluated pose misses a plant, the hips or a placed
     end solved again from the baked pose with the tree built there, and written again, at most
     ``passes`` times while frames miss (a goal out of reach keeps its frame in every pass)."""
-    s, retarget = plan.settings, plan.retarget
+    s, retarget = plan.settings, plan.source
     frames = missed_frames(retarget, s.tolerance)
     for _ in range(passes):
         if not frames:

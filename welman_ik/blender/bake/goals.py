@@ -66,10 +66,10 @@ def frame_goals(plan, sample) -> FrameGoals:
     path = {(name, anchor): tree.point(animated, name, anchor)
             for name in tree.roots() for anchor in (0.0, 1.0)} if plan.root_motion == "FOLLOW" else {}
     key = (tuple(p.as_pointer() for p in plan.pins_in_force(frame)), edit is not None)
-    if plan.retarget is not None:
+    if plan.source is not None:  # goals from elsewhere (a retarget's), in place of the pins'
         index = plan.index(frame)
-        goals += plan.retarget.goals(tree, index)
-        key = ("retarget", plan.retarget.plants_on(index))
+        goals += plan.source.goals(tree, index)
+        key = plan.source.frame_key(index)
     return FrameGoals(frame, share, goals, in_force, log, shaped, support, path, key)
 
 

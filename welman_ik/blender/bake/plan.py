@@ -20,13 +20,13 @@ from ..rig.model import RigError, chain_to_root
 from .edit import MotionEdit
 from .frames import pins_on
 from .report import frame_ranges
-from .retarget import Retarget
+from .source import GoalSource
 
 
 def check(obj, frame_start: int, frame_end: int, step: int, edit: MotionEdit | None = None,
-          retarget: bool = False) -> None:
-    """Refuse what cannot be baked, with a message (nothing changed); ``retarget``: the goals
-    come from a source armature, not from the pins."""
+          sourced: bool = False) -> None:
+    """Refuse what cannot be baked, with a message (nothing changed); ``sourced``: the goals
+    come from a source of goals (``BakePlan.source``), not from the pins."""
     if obj is None or obj.type != "ARMATURE":
         raise RigError("The active object is not an armature")
     if frame_end < frame_start:
@@ -42,7 +42,7 @@ def check(obj, frame_start: int, frame_end: int, step: int, edit: MotionEdit | N
     if ad.action is not None and ad.action.library is not None:
         raise RigError(f"Action '{ad.action.name}' is linked from a library and cannot be baked into; "
                        "make it local first")
-    if retarget:
+    if sourced:
         return
     check_pin_bones(obj, [p for p in obj.welman_ik.pins if p.enabled])
     for pin in obj.welman_ik.pins:
@@ -79,7 +79,7 @@ class BakePlan:
     shares: dict[int, float]  # frame -> the share of the corrections applied there (``range_weights``)
     frame_before: int  # the scene's frame when the bake began
     started: float  # perf_counter() when the bake began
-    retarget: Retarget | None = None  # a retarget's goals, in place of the pins'
+    source: GoalSource | None = None  # each frame's goals from elsewhere, in place of the pins' (a retarget)
     translating: frozenset = frozenset()  # bones whose location channels are joints too
 
     def index(self, frame: int) -> int:
@@ -108,10 +108,11 @@ class BakePlan:
 
     @classmethod
     def make(cls, context, obj, frame_start: int, frame_end: int, step: int = 1, move_root: bool | None = None,
-             edit: MotionEdit | None = None, retarget: Retarget | None = None) -> BakePlan:
-        """``move_root``: True as ``root_motion = 'FREE'``, False as 'KEEP'; None: the setting."""
-        if retarget is not None:
-            return cls.for_retarget(context, obj, retarget)
+             edit: MotionEdit | None = None, source: GoalSource | None = None) -> BakePlan:
+        """``move_root``: True as ``root_motion = 'FREE'``, False as 'KEEP'; None: the setting;
+        ``source``: the goals come from it (``for_source``), not from the pins."""
+        if source is not None:
+            return cls.for_source(context, obj, source)
         check(obj, frame_start, frame_end, step, edit)
         started = time.perf_counter()
         settings = obj.welman_ik
@@ -152,16 +153,17 @@ class BakePlan:
 
 
     @classmethod
-    def for_retarget(cls, context, obj, retarget: Retarget) -> BakePlan:
-        """The plan of a retarget: its frames and bones, none of the armature's pins, the hips
-        free to move (their path is a goal), nothing eased (the action is new)."""
-        frames = list(retarget.frames)
-        check(obj, frames[0], frames[-1], 1, retarget=True)
-        names = retarget.bones
+    def for_source(cls, context, obj, source: GoalSource) -> BakePlan:
+        """The plan of a bake whose goals come from ``source`` (a retarget): its frames and
+        bones, none of the armature's pins, the roots free to move (their path is a goal),
+        nothing eased (the action is new)."""
+        frames = list(source.frames)
+        check(obj, frames[0], frames[-1], 1, sourced=True)
+        names = source.bones
         chains = {pb.name for name in names for pb in chain_to_root(obj.pose.bones[name])}
-        return cls(context, obj, None, frames, {f: [] for f in frames}, {}, names, chains, retarget.movable(), "FREE",
+        return cls(context, obj, None, frames, {f: [] for f in frames}, {}, names, chains, source.movable(), "FREE",
                    {}, max(obj.welman_ik.motion_falloff, 0), {f: 1.0 for f in frames}, context.scene.frame_current,
-                   time.perf_counter(), retarget, retarget.translating())
+                   time.perf_counter(), source, source.translating())
 
 
 def range_weights(frames: list[int], open_ends: tuple[bool, bool], falloff: int) -> dict[int, float]:

@@ -95,6 +95,19 @@ class Retarget:
         return sorted({line.target for line in self.lines} | {line.base for line in self.lines if line.base}
                       | {p.bone for p in self.plants})
 
+    # As a source of goals on the bake's pipeline (``source.GoalSource``).
+    rescue = False  # each frame starts from the lined-up pose: no rescue from a start far off
+    keys_mechanism = False  # the rig's driven and hidden bones are not keyed
+
+    def frame_key(self, index: int) -> tuple:
+        """Frames alike (the same plants in force) move the same joints."""
+        return ("retarget", self.plants_on(index))
+
+    def close_loop(self, plan, sampling, results: dict) -> None:
+        from .correct import close_retarget_loop
+
+        close_retarget_loop(plan, sampling, results)
+
     def hips(self) -> int | None:
         return next((i for i, line in enumerate(self.lines) if line.group == "hips"), None)
 

@@ -49,7 +49,7 @@ class FrameSolver:
         problem = Problem(sample.skeleton, goals.goals, tolerance=s.tolerance, max_iterations=s.max_iterations,
                           damping=s.damping, reference=preferred_pose(s.reference, q_start),
                           reference_weight=s.reference_weight, ranges=sample.ranges,
-                          rescue=self.plan.retarget is None)
+                          rescue=self.plan.source is None or self.plan.source.rescue)
         result = self._met(problem, start, sample)
         if result is None:
             result = self._on_path(tree, sample.q0, problem, start, goals.path)
