@@ -45,9 +45,22 @@ def whole_contacts(plants: list[Plant], gap: int) -> None:
 
 
 def floor_height(retarget, plant: Plant) -> float:
-    """The height of ``plant``'s point when its foot stands at rest on the target's floor."""
+    """The height of ``plant``'s point when its foot stands at rest on the target's floor, and
+    never below that floor (a source's toe end that points down through its sole would
+    otherwise plant the whole body lower)."""
     rest = retarget.rest[plant.bone]
-    return float(rest[2, 3] + (unit(rest[:3, :3]) @ plant.local)[2])
+    return max(float(rest[2, 3] + (unit(rest[:3, :3]) @ plant.local)[2]), floor(retarget))
+
+
+def floor(retarget) -> float:
+    """The target's floor: the lowest of its feet's heads and tails in its rest pose."""
+    bones = retarget.target.data.bones
+    heights = []
+    for line in retarget.lines:
+        if line.group == "feet":
+            rest = retarget.rest[line.target]
+            heights += [rest[2, 3], rest[2, 3] + rest[2, 1] * bones[line.target].length]
+    return float(min(heights)) if heights else -np.inf
 
 
 def body_lift(retarget) -> np.ndarray | None:
