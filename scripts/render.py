@@ -323,11 +323,15 @@ def stack(paths, path: Path) -> Path:
 
 def add_sticks(obj, radius: float = 0.025, colour=(0.55, 0.56, 0.60, 1.0)) -> list:
     """A plain body for any armature ``obj`` (a mocap skeleton): a capsule along each bone,
-    parented to it, left limbs cool and right limbs warm by name. Call it in the rest pose."""
+    parented to it, left limbs cool and right limbs warm by name (a generated Rigify rig: its
+    deforming bones alone). Call it in the rest pose."""
     bpy.context.view_layer.update()
     rotation = obj.matrix_world.to_3x3().normalized()
     parts = []
+    deforming_only = any(b.name.startswith("DEF-") for b in obj.data.bones)
     for pb in obj.pose.bones:
+        if deforming_only and not pb.bone.use_deform:
+            continue
         head, tail = obj.matrix_world @ pb.head, obj.matrix_world @ pb.tail
         if (tail - head).length < 1e-4:
             continue

@@ -125,19 +125,21 @@ def test_the_map_is_saved_in_the_blend(tmp_path):
 
 
 def test_the_automatic_scale_is_the_ratio_of_leg_lengths():
-    """Hip to ankle in the world, each rig's mean over its two legs: the metarig against the
-    clip (imported in metres), and again with the metarig's object scaled by 2."""
+    """Hip to knee to ankle in the world (the same bent or straight), each rig's mean over its two
+    legs: the metarig against the clip (imported in metres), and again with the metarig's object
+    scaled by 2."""
     from welman_ik.blender.rig.retarget_map import rest_points, retarget_scale
 
     target, source = _clip_and_target("pymo_walk.bvh", lambda: scenes.basic_human(pins=()))
     clip = bpy.data.objects[source]
     mine, theirs = rest_points(target), rest_points(clip)
 
-    def leg(points, thigh, foot):
-        return float(np.linalg.norm(points[thigh][0] - points[foot][0]))
+    def leg(points, thigh, shin, foot):
+        return float(np.linalg.norm(points[thigh][0] - points[shin][0])
+                     + np.linalg.norm(points[shin][0] - points[foot][0]))
 
-    expected = ((leg(mine, "thigh.L", "foot.L") + leg(mine, "thigh.R", "foot.R"))
-                / (leg(theirs, "LeftUpLeg", "LeftFoot") + leg(theirs, "RightUpLeg", "RightFoot")))
+    expected = ((leg(mine, "thigh.L", "shin.L", "foot.L") + leg(mine, "thigh.R", "shin.R", "foot.R"))
+                / (leg(theirs, "LeftUpLeg", "LeftLeg", "LeftFoot") + leg(theirs, "RightUpLeg", "RightLeg", "RightFoot")))
     scale = retarget_scale(target, clip)
     assert scale == pytest.approx(expected, rel=1e-9)
     assert 0.5 < scale < 2.0  # two adult bodies
