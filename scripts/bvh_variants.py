@@ -57,6 +57,13 @@ from pathlib import Path
 
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from welman_ik.core.anatomy.alignment import swing  # (the repository on the path first)
+from welman_ik.core.euler import euler_angles, euler_matrix
+
+__all__ = ["euler_angles", "euler_matrix", "import_axes", "swing", "variant", "world_positions", "write_variant"]
+
 RESTS = ("tpose", "apose", "axis", "stride")
 UNITS = {"m": 1.0, "cm": 0.01, "mm": 0.001, "in": 0.0254, "ft": 0.3048}  # metres per unit
 ROTATIONS = ("xrotation", "yrotation", "zrotation")
@@ -203,61 +210,6 @@ def format_clip(clip: Clip, digits: int = 6) -> str:
     lines += ["MOTION", f"Frames: {len(clip.motion)}", f"Frame Time: {clip.frame_time}"]
     lines += [vector(row) for row in clip.motion]
     return "\n".join(lines) + "\n"
-
-
-# -- rotations -------------------------------------------------------------------------------------
-
-
-def _axis(angle: np.ndarray, axis: int) -> np.ndarray:
-    """(..., 3, 3) rotations by ``angle`` [rad] about axis 0, 1 or 2."""
-    p, q = (axis + 1) % 3, (axis + 2) % 3
-    out = np.zeros(np.shape(angle) + (3, 3))
-    out[..., axis, axis] = 1.0
-    out[..., p, p] = out[..., q, q] = np.cos(angle)
-    out[..., q, p] = np.sin(angle)
-    out[..., p, q] = -np.sin(angle)
-    return out
-
-
-def euler_matrix(angles: np.ndarray, order: str) -> np.ndarray:
-    """(..., 3, 3) R_order[0](a)·R_order[1](b)·R_order[2](c) for ``angles`` (..., 3) = (a, b, c) [rad]."""
-    i, j, k = ("XYZ".index(axis) for axis in order)
-    return _axis(angles[..., 0], i) @ _axis(angles[..., 1], j) @ _axis(angles[..., 2], k)
-
-
-def euler_angles(r: np.ndarray, order: str, near: np.ndarray) -> np.ndarray:
-    """(..., 3) angles (a, b, c) [rad] with r = R_order[0](a)·R_order[1](b)·R_order[2](c): of the
-    two solutions (and their 2π multiples) the one nearest ``near`` (..., 3); at gimbal lock a
-    is ``near``'s (the same reading as ``welman_ik/cleanup/bvh.py``)."""
-    i, j, k = ("XYZ".index(axis) for axis in order)
-    s = 1.0 if (j - i) % 3 == 1 else -1.0
-    b = np.arctan2(s * r[..., i, k], np.hypot(r[..., i, i], r[..., i, j]))
-    locked = np.hypot(r[..., j, k], r[..., k, k]) < 1e-6
-    a = np.where(locked, near[..., 0], np.arctan2(-s * r[..., j, k], r[..., k, k]))
-    m = (_axis(a, i) @ _axis(b, j)).swapaxes(-1, -2) @ r  # R_k(c)
-    c = np.arctan2(m[..., (k + 2) % 3, (k + 1) % 3], m[..., (k + 1) % 3, (k + 1) % 3])
-    both = np.stack([np.stack([a, b, c], -1), np.stack([a + np.pi, np.pi - b, c + np.pi], -1)])
-    both += 2 * np.pi * np.round((near - both) / (2 * np.pi))
-    return np.where((np.abs(both - near).sum(-1).argmin(0) == 1)[..., None], both[1], both[0])
-
-
-def swing(a, b) -> np.ndarray:
-    """The smallest rotation (3, 3) taking direction ``a`` to direction ``b`` (about a × b; about
-    any axis square to ``a`` when they are opposite); the identity when either is about zero."""
-    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
-    la, lb = np.linalg.norm(a), np.linalg.norm(b)
-    if la < TINY or lb < TINY:
-        return np.eye(3)
-    a, b = a / la, b / lb
-    axis, cosine = np.cross(a, b), float(np.clip(a @ b, -1.0, 1.0))
-    sine = np.linalg.norm(axis)
-    if sine < 1e-12:
-        if cosine > 0:
-            return np.eye(3)
-        axis, sine = np.cross(a, np.eye(3)[np.argmin(np.abs(a))]), 0.0
-    k = axis / np.linalg.norm(axis)
-    cross = np.array([[0.0, -k[2], k[1]], [k[2], 0.0, -k[0]], [-k[1], k[0], 0.0]])
-    return np.eye(3) + sine * cross + (1.0 - cosine) * cross @ cross
 
 
 # -- forward kinematics ----------------------------------------------------------------------------

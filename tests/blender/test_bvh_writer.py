@@ -11,6 +11,7 @@ from conftest import CLIP_SCALES, FIXTURES, import_clip
 
 from welman_ik.blender.rig import keyframes
 from welman_ik.cleanup import bvh
+from welman_ik.core.euler import euler_matrix
 
 CLIPS = ("mocapbank_clip.bvh", "pymo_walk.bvh", "mixamo_clip.bvh")
 LEGS = {  # a thigh and its shin
@@ -56,7 +57,7 @@ def clip_frames(name: str) -> range:
 def rotation(values_deg: np.ndarray, channels: list[str]) -> np.ndarray:
     """(frames, 3, 3) the rotation of a joint's rotation channels ``values_deg`` (frames, 3)."""
     order = "".join(c[0].upper() for c in channels if c.lower().endswith("rotation"))
-    return bvh._matrix(np.radians(values_deg), order)
+    return euler_matrix(np.radians(values_deg), order)
 
 
 @pytest.mark.parametrize("name", CLIPS)

@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from ..blender.rig.body import pose_matrices, rest_matrices
+from ..core.euler import euler_angles, euler_matrix
 
 # A joint whose every frame is this close to the source's is unchanged, and its values are
 # copied verbatim. Blender's importer keys in single precision, so a clip read and written
@@ -175,8 +176,8 @@ def write(obj, source: Path, output: Path, scale: float, frames: range, axes=("-
     for order, group in by_order.items():
         joints, cols = [j for j, _ in group], np.array([cs for _, cs in group])
         was = np.radians(near[:, cols])
-        values[:, cols] = np.degrees(_euler(local[:, joints], order, was))
-        m = _matrix(was, order).swapaxes(-1, -2) @ local[:, joints]  # the turn from the source's
+        values[:, cols] = np.degrees(euler_angles(local[:, joints], order, was))
+        m = euler_matrix(was, order).swapaxes(-1, -2) @ local[:, joints]  # the turn from the source's
         sine = np.linalg.norm(m[..., [2, 0, 1], [1, 2, 0]] - m[..., [1, 2, 0], [2, 0, 1]], axis=-1) / 2
         turned = np.degrees(np.arctan2(sine, (np.trace(m, axis1=-2, axis2=-1) - 1) / 2)).max(axis=0)
         unchanged[joints] &= turned <= ROTATION_TOLERANCE
@@ -200,35 +201,3 @@ def _bone(obj, name: str) -> str:
     if bone not in obj.data.bones:
         raise ValueError(f"the armature {obj.name!r} has no bone {bone!r} for the BVH joint {name!r}")
     return bone
-
-
-def _axis(angle: np.ndarray, axis: int) -> np.ndarray:
-    """(..., 3, 3) rotations by ``angle`` [rad] about axis 0, 1 or 2."""
-    p, q = (axis + 1) % 3, (axis + 2) % 3
-    out = np.zeros(angle.shape + (3, 3))
-    out[..., axis, axis] = 1.0
-    out[..., p, p] = out[..., q, q] = np.cos(angle)
-    out[..., q, p] = np.sin(angle)
-    out[..., p, q] = -np.sin(angle)
-    return out
-
-
-def _matrix(angles: np.ndarray, order: str) -> np.ndarray:
-    """(..., 3, 3) R_order[0](a)·R_order[1](b)·R_order[2](c) for ``angles`` (..., 3) (a, b, c) [rad]."""
-    i, j, k = ("XYZ".index(axis) for axis in order)
-    return _axis(angles[..., 0], i) @ _axis(angles[..., 1], j) @ _axis(angles[..., 2], k)
-
-
-def _euler(r: np.ndarray, order: str, near: np.ndarray) -> np.ndarray:
-    """(..., 3) angles [rad] (a, b, c) with r = R_order[0](a)·R_order[1](b)·R_order[2](c): of the
-    two solutions (and their 2π multiples) the one nearest ``near`` (..., 3)."""
-    i, j, k = ("XYZ".index(axis) for axis in order)
-    s = 1.0 if (j - i) % 3 == 1 else -1.0
-    b = np.arctan2(s * r[..., i, k], np.hypot(r[..., i, i], r[..., i, j]))
-    locked = np.hypot(r[..., j, k], r[..., k, k]) < 1e-6  # gimbal lock: a is free, take the source's
-    a = np.where(locked, near[..., 0], np.arctan2(-s * r[..., j, k], r[..., k, k]))
-    m = (_axis(a, i) @ _axis(b, j)).swapaxes(-1, -2) @ r  # R_k(c)
-    c = np.arctan2(m[..., (k + 2) % 3, (k + 1) % 3], m[..., (k + 1) % 3, (k + 1) % 3])
-    both = np.stack([np.stack([a, b, c], -1), np.stack([a + np.pi, np.pi - b, c + np.pi], -1)])
-    both += 2 * np.pi * np.round((near - both) / (2 * np.pi))
-    return np.where((np.abs(both - near).sum(-1).argmin(0) == 1)[..., None], both[1], both[0])
