@@ -17,7 +17,7 @@ import numpy as np
 
 from ...core import anatomy
 from ...core.anatomy.retarget import retarget_roles
-from ..rig.body import pose_matrices, rest_ends
+from ..rig.body import rest_ends
 from ..rig.retarget_map import bone_tree, rest_points
 from . import retarget_measure
 from .retarget import Retarget, unit
@@ -86,9 +86,21 @@ def _angles(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.arccos(np.clip(np.einsum("...i,...i->...", a, b), -1.0, 1.0))
 
 
-def gates(retarget: Retarget, plant_errors: list[tuple[str, np.ndarray]]) -> list[Gate]:
+def gate_bones(retarget: Retarget) -> list[str]:
+    """The target bones the gates read: the knees' and elbows' joints, the feet, every
+    deforming bone."""
+    target = retarget.target
+    feet = {measured_bone(target, line.target) for line in retarget.lines if line.group == "feet"}
+    return sorted({n for _, bones, _ in limb_joints(retarget) for n in bones} | feet
+                  | {b.name for b in target.data.bones if b.use_deform})
+
+
+def gates(retarget: Retarget, plant_errors: list[tuple[str, np.ndarray]], evaluated: tuple[dict, np.ndarray]
+          ) -> list[Gate]:
     """Every gate of ``retarget`` on the evaluated pose of its written action. ``plant_errors``:
-    (bone, (frames,) errors) of each plant, as ``retarget_measure.errors`` gives them."""
+    (bone, (frames,) errors) of each plant, as ``retarget_measure.errors`` gives them;
+    ``evaluated``: (bone -> column, (frames, bones, 4, 4) world matrices) of the range, holding
+    at least ``gate_bones``."""
     target, frames = retarget.target, retarget.frames
     unit_length = body_unit(target)
     out = []
@@ -106,10 +118,7 @@ def gates(retarget: Retarget, plant_errors: list[tuple[str, np.ndarray]]) -> lis
     limbs = limb_joints(retarget)
     feet = sorted({measured_bone(target, line.target) for line in retarget.lines if line.group == "feet"})
     deforming = [b.name for b in target.data.bones if b.use_deform]
-    names = sorted({n for _, bones, _ in limbs for n in bones} | set(feet) | set(deforming))
-    column = {n: k for k, n in enumerate(names)}
-    pose, world = pose_matrices(target, names, frames)
-    posed = world[:, None] @ pose
+    column, posed = evaluated
     heads = posed[..., :3, 3]
     # The feet: each foot's head (ankle) and tail (toe) against its own rest height.
     ends = dict(zip(target.data.bones.keys(), rest_ends(target, world=True)))
@@ -157,8 +166,11 @@ def gates(retarget: Retarget, plant_errors: list[tuple[str, np.ndarray]]) -> lis
 def evaluate(retarget: Retarget) -> tuple[list, list[Gate]]:
     """Each goal group's largest miss (``retarget_measure.measure``) and every gate, on the
     evaluated pose of the written action."""
-    found = retarget_measure.errors(retarget)
-    return retarget_measure.worst(retarget, found), gates(retarget, [(b, e) for g, b, e in found if g == "plants"])
+    bones = sorted(set(retarget.bones) | set(gate_bones(retarget)))
+    evaluated = retarget_measure.evaluate(retarget.target, bones, retarget.frames)  # one pass over the frames
+    found = retarget_measure.errors(retarget, evaluated=evaluated)
+    return retarget_measure.worst(retarget, found), gates(retarget, [(b, e) for g, b, e in found if g == "plants"],
+                                                          evaluated)
 
 
 def describe(scene, found: list[Gate], length_text) -> str:

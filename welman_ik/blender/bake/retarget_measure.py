@@ -27,18 +27,18 @@ class GroupMiss:
     bone: str
 
 
-def errors(retarget: Retarget, frames: list[int] | None = None) -> list[tuple[str, str, np.ndarray]]:
+def errors(retarget: Retarget, frames: list[int] | None = None,
+           evaluated: tuple[dict, np.ndarray] | None = None) -> list[tuple[str, str, np.ndarray]]:
     """(group, bone, errors (frames,)) of every goal on the pose Blender evaluates from the
     written action on ``frames`` (None: the whole range): the plants' points from their held
     places (0 off their frames), the hips', hands', feet's and head's heads from their goal
-    places [m], every turned bone's orientation from its goal [rad]."""
-    target, every = retarget.target, retarget.frames
+    places [m], every turned bone's orientation from its goal [rad]. ``evaluated``: (bone ->
+    column, (frames, bones, 4, 4) world matrices) already read on those frames (``evaluate``),
+    holding at least ``retarget.bones``; read here when None."""
+    every = retarget.frames
     frames = every if frames is None else frames
     at = np.array([retarget.index(f) for f in frames], dtype=np.intp)
-    bones = retarget.bones
-    column = {name: k for k, name in enumerate(bones)}
-    pose, world = pose_matrices(target, bones, frames)
-    posed = world[:, None] @ pose
+    column, posed = evaluated if evaluated is not None else evaluate(retarget.target, retarget.bones, frames)
     out = []
     for plant in retarget.plants:
         held = (at >= plant.first) & (at <= plant.last)
@@ -60,6 +60,13 @@ def errors(retarget: Retarget, frames: list[int] | None = None) -> list[tuple[st
             cos = np.clip((np.trace(relative, axis1=-2, axis2=-1) - 1.0) / 2.0, -1.0, 1.0)
             out.append(("orientations", line.target, np.arccos(cos)))
     return out
+
+
+def evaluate(target, bones, frames: list[int]) -> tuple[dict, np.ndarray]:
+    """(bone -> column, (frames, bones, 4, 4)) the world matrices of ``bones`` as Blender
+    evaluates them on ``frames``, read in one pass over the frames."""
+    pose, world = pose_matrices(target, bones, frames)
+    return {name: k for k, name in enumerate(bones)}, world[:, None] @ pose
 
 
 def measure(retarget: Retarget) -> list[GroupMiss]:

@@ -244,11 +244,9 @@ def channels(retarget, frames_count: int) -> dict[str, tuple[str, np.ndarray, np
         m = world[:3, :3] @ np.array(target.data.bones[name].matrix_local, dtype=float)[:3, :3]
         return m / np.linalg.norm(m, axis=0)
 
-    turned = {name: turned[name] for name in sorted(turned, key=lambda n: list(retarget.carriers).index(n)
-                                                      if n in retarget.carriers else -1)}  # carriers first
     out = {}
-    for name, turn in turned.items():
-        pb = pose_bones[name]
+    for name in retarget.carriers:  # every turned bone, carriers first (``line_up``)
+        pb, turn = pose_bones[name], turned[name]
         rest = rest_rotation(name)
         carrier = retarget.carriers.get(name)
         if carrier is None:
