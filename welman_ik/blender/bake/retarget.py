@@ -297,19 +297,7 @@ def make(context, target, source, frames: list[int], scale: float, plants: bool)
         retarget.plants = retarget_feet.plants(context, retarget, legs, column, posed, lambda points: scaled(points) + shift)
         scene = context.scene
         retarget_feet.whole_contacts(retarget.plants, round(retarget_feet.CONTACT_GAP * scene.render.fps / scene.render.fps_base))
-        feet = {line.target: i for i, line in enumerate(lines) if line.group == "feet" and line.place and line.turn}
-        reference = retarget.reference
-        for plant in retarget.plants:
-            i = feet.get(plant.bone)
-            if i is None:
-                continue
-            turn = retarget.turns[i]
-            # The source's point (its heel or toe) from its ankle on the reference frame, scaled, in
-            # the lined-up target foot's axes: the target's point under the source's, whatever
-            # the two rests; held where that point is over the plant, on average.
-            plant.local = turn[reference].T @ (plant.local * scale)
-            points = retarget.places[i] + turn @ plant.local
-            plant.point = points[plant.first:plant.last + 1].mean(axis=0)
+        retarget_feet.under_the_source(retarget)
     lift = retarget_feet.body_lift(retarget)
     if lift is None:  # no plants to stand on
         lifts = retarget.lifts()

@@ -44,6 +44,28 @@ def whole_contacts(plants: list[Plant], gap: int) -> None:
             plant.first = min(plant.first, max(before))
 
 
+def foot_lines(retarget) -> dict[str, int]:
+    """target foot -> the index of its line, for the feet the retarget places and turns."""
+    return {line.target: i for i, line in enumerate(retarget.lines)
+            if line.group == "feet" and i in retarget.places and i in retarget.turns}
+
+
+def under_the_source(retarget) -> None:
+    """Each plant's point on its target foot and where it is held: the source's point (its heel
+    or toe) from its ankle on the reference frame, scaled, in the lined-up target foot's axes
+    (the target's point under the source's, whatever the two rests), held where that point is
+    over the plant, on average."""
+    feet = foot_lines(retarget)
+    for plant in retarget.plants:
+        i = feet.get(plant.bone)
+        if i is None:
+            continue
+        turn = retarget.turns[i]
+        plant.local = turn[retarget.reference].T @ (plant.local * retarget.scale)
+        points = retarget.places[i] + turn @ plant.local
+        plant.point = points[plant.first:plant.last + 1].mean(axis=0)
+
+
 def floor_height(retarget, plant: Plant) -> float:
     """The height of ``plant``'s point when its foot stands at rest on the target's floor, and
     never below that floor (a source's toe end that points down through its sole would
@@ -70,8 +92,7 @@ def body_lift(retarget) -> np.ndarray | None:
     its knee further rather than straightening the other), in between a straight line, held
     before the first and after the last. None without plants. The knees then bend as the
     source's where the feet are planted, whatever the two bodies' proportions."""
-    feet = {line.target: i for i, line in enumerate(retarget.lines)
-            if line.group == "feet" and i in retarget.places and i in retarget.turns}
+    feet = foot_lines(retarget)
     count = len(retarget.frames)
     asked = np.full(count, np.inf)
     for plant in retarget.plants:
@@ -111,9 +132,8 @@ def above_floor(retarget) -> None:
     """Each foot's place raised, frame by frame, so that none of its points (its head, its tail,
     its plants' points) is below where that point is when the foot stands at rest on the
     target's floor."""
-    for i, line in enumerate(retarget.lines):
-        if line.group != "feet" or i not in retarget.places or i not in retarget.turns:
-            continue
+    for i in foot_lines(retarget).values():
+        line = retarget.lines[i]
         rest, turn = retarget.rest[line.target], retarget.turns[i]
         length = np.linalg.norm(rest[:3, 1]) * retarget.target.data.bones[line.target].length
         points = [np.zeros(3), np.array([0.0, length, 0.0])] + [p.local for p in retarget.plants if p.bone == line.target]
