@@ -5,14 +5,16 @@ onto the target, and gives each frame's goals to the bake (``goals``), in priori
 
 0. the plants (the source's contacts, ``contacts.plants`` on its feet, at the target's
    feet) and the hips' path;
-1. the hands' (from their shoulders), feet's and head's places and orientations, and the
-   trunk's orientations (the hips, spine, chest, neck and clavicles): the limbs do what the
-   limbs can;
-2. the limbs' other bones' orientations;
+1. the hands' (from their shoulders), the unplanted feet's and the head's places, the
+   ends' orientations, and the trunk's orientations (the hips, spine, chest, neck and
+   clavicles): the limbs do what the limbs can;
 
-below them the bake's preferred pose (the last frame's) and joint ranges. ``measure``
-reads the written action back on the evaluated pose and gives each goal group's largest
-miss.
+below them the lined-up pose (``retarget_pose``, keyed first): each frame's preferred pose as
+it is, not with the last frame's correction carried on, so that the knees and elbows bend as
+the source's wherever no goal needs them otherwise, and a twist one frame needed is not kept
+by the next. Every goal can be met, so each frame's solve converges in a few iterations.
+``measure`` reads the written action back on the evaluated pose and gives each goal group's
+largest miss.
 
 Scaling: a source point x goes to the target's world as t + s (x - o), ``t`` and ``o`` the
 two objects' places and ``s`` the scale. The hips and feet keep the target's own offset from
@@ -37,7 +39,7 @@ from ..rig.retarget_map import bone_tree
 from . import contacts, retarget_feet, retarget_pose
 from .retarget_feet import Plant, unit
 
-PLANTS, ENDS, BENDS = 0, 1, 2  # the goals' priorities (the lined-up pose below them, as the preferred pose)
+PLANTS, ENDS = 0, 1  # the goals' priorities (the lined-up pose below them, as the preferred pose)
 GROUPS = ("plants", "hips", "hands", "feet", "head", "orientations")
 
 
@@ -66,7 +68,6 @@ class Line:
     group: str
     base: str = ""  # a hand's: the target bone at whose head its limb starts (its place is kept from there)
     trunk: bool = False  # the spine, chest, neck, clavicles or the hips' turn: held with the ends, above the limbs
-    bend: bool = False  # a shin's or a forearm's turn: held below the ends, so the knee bends in the source's plane
 
 
 @dataclass
@@ -89,6 +90,7 @@ class Retarget:
     source_heads: dict[str, np.ndarray] = field(default_factory=dict)  # source bone -> its head (frames, 3), world
     source_roles: dict[str, str] = field(default_factory=dict)  # source bone -> its role (as the naming says)
     carriers: dict[str, str | None] = field(default_factory=dict)  # turned bone -> the turned bone that carries it
+    heads: dict[str, np.ndarray] = field(default_factory=dict)  # target bone -> (frames, 3) its head lined up, world
 
     @property
     def bones(self) -> list[str]:
@@ -98,6 +100,10 @@ class Retarget:
     # As a source of goals on the bake's pipeline (``source.GoalSource``).
     rescue = False  # each frame starts from the lined-up pose: no rescue from a start far off
     keys_mechanism = False  # the rig's driven and hidden bones are not keyed
+    # The lined-up pose (keyed first) is each frame's preferred pose where it is what Blender
+    # evaluates; on a rig whose controls move other bones by constraints (a Rigify rig's IK
+    # limbs) its channels do not follow them, and the last frame's correction is carried on.
+    prefers_animated = True
 
     def frame_key(self, index: int) -> tuple:
         """Frames alike (the same plants in force) move the same joints."""
@@ -160,12 +166,13 @@ class Retarget:
         """The goals of the range's ``index``-th frame on ``tree`` (``bake.tree.Tree``)."""
         model = tree.model
         out = []
+        planted = {self.plants[k].bone for k in self.plants_on(index)}
         for k in self.plants_on(index):
             plant = self.plants[k]
             joint = model.bones[plant.bone].frame_joint
             out.append(PositionGoal(joint, self._local(tree, plant.bone, plant.local), plant.point, priority=PLANTS))
         for i, line in enumerate(self.lines):
-            if line.weight <= 0.0:
+            if line.weight <= 0.0 or line.target in planted:  # a planted foot stands where its plants put it
                 continue
             joint, local = tree.anchor(line.target, 0.0)
             if line.place and line.base:
@@ -174,12 +181,11 @@ class Retarget:
             elif line.place:
                 priority = PLANTS if line.group == "hips" else ENDS
                 out.append(PositionGoal(joint, local, self.places[i][index], weight=line.weight, priority=priority))
-            if line.turn and (line.place or line.trunk or line.bend):  # the rest: kept near the lined-up pose
-                priority = BENDS if line.bend else ENDS
+            if line.turn and (line.place or line.trunk):  # the rest: kept near the lined-up pose
                 out.append(OrientationGoal(model.bones[line.target].frame_joint,
                                            self._turn(tree, line.target, self.turns[i][index]),
                                            length=self._length(tree, line.target), weight=line.weight,
-                                           priority=priority))
+                                           priority=ENDS))
         return out
 
     def _rest_frame(self, tree, bone: str) -> np.ndarray:
@@ -226,8 +232,8 @@ def make(context, target, source, frames: list[int], scale: float, plants: bool)
     hips_source = next((line.source for line in lines if line.group == "hips"), None)
     for line in lines:
         line.trunk = line.source == hips_source or source_roles.get(line.source, "").startswith(TRUNK_ROLES)
-        line.bend = source_roles.get(line.source, "").startswith(("shin.", "forearm."))
     retarget = Retarget(target, source, scale, frames, lines)
+    retarget.prefers_animated = all(retarget_pose.measured_bone(target, line.target) == line.target for line in lines)
     retarget.source_roles = source_roles
     anchors = _anchors(target, source, lines, source_roles, target_roles)
     legs = {line.source: contacts.leg_of(source, line.source, source_roles)
@@ -262,6 +268,7 @@ def make(context, target, source, frames: list[int], scale: float, plants: bool)
         # root's (both the same whatever the rest); its height comes from the plants (``lifts``).
         shift[:2] = (retarget.rest[lines[hips].target][:3, 3] - scaled(rest_source[k, :3, 3]))[:2]
         hips_path = (scaled(heads[:, k]) + shift, heads[:, k])
+        retarget.heads = {name: hips_path[0] + offset for name, offset in lined.offsets.items()}
 
     def carried(line):  # its head where the lined-up pose puts it, when the hips carry it
         offset = lined.offsets.get(line.target) if hips_path is not None else None
@@ -302,7 +309,7 @@ def make(context, target, source, frames: list[int], scale: float, plants: bool)
     if lift is None:  # no plants to stand on
         lifts = retarget.lifts()
         lift = np.mean(list(lifts.values()), axis=0) if lifts else np.zeros(len(frames))
-    for i, place in retarget.places.items():
+    for place in (*retarget.places.values(), *retarget.heads.values()):
         place[:, 2] += lift  # the whole body alike, the lined-up pose kept
     for plant in retarget.plants:  # on the target's floor, where the point is when its foot stands at rest
         plant.point = np.array([*plant.point[:2], retarget_feet.floor_height(retarget, plant)])

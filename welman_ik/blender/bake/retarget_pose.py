@@ -271,9 +271,20 @@ def channels(retarget, frames_count: int) -> dict[str, tuple[str, np.ndarray, np
             path, values = "rotation_euler", np.unwrap(eulers, axis=0)
         location = None
         if name in moving and name in placed:
-            # From its rest head, along its rest axes, in the armature's units (its parents at rest).
-            head = np.linalg.solve(world, np.column_stack([placed[name], np.ones(frames_count)]).T).T[:, :3]
-            local = np.array(target.data.bones[name].matrix_local, dtype=float)
-            location = (head - local[:3, 3]) @ (local[:3, :3] / np.linalg.norm(local[:3, :3], axis=0) ** 2)
+            # From its rest head, along its rest axes, in the armature's units, where its parents
+            # put it at rest: carried by a turned bone (a Rigify IK hand following the torso),
+            # its place taken back by the carrier's lined-up turn and place.
+            at = placed[name]
+            if carrier is not None and carrier in retarget.heads:
+                back = rest_rotation(carrier) @ np.swapaxes(turned[carrier], -1, -2)
+                at = retarget.rest[carrier][:3, 3] + np.einsum("fij,fj->fi", back, at - retarget.heads[carrier])
+            head = np.linalg.solve(world, np.column_stack([at, np.ones(frames_count)]).T).T[:, :3]
+            bone = target.data.bones[name]
+            local = np.array(bone.matrix_local, dtype=float)
+            # Along its own rest axes, or its parent's where its location is not local (a
+            # Rigify IK control's moves along its parent's axes).
+            axes = local if bone.use_local_location or bone.parent is None else np.array(
+                bone.parent.matrix_local, dtype=float)
+            location = (head - local[:3, 3]) @ (axes[:3, :3] / np.linalg.norm(axes[:3, :3], axis=0) ** 2)
         out[name] = (path, values, location)
     return out

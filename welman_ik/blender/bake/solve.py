@@ -46,10 +46,12 @@ class FrameSolver:
         # The preferred pose of a bake is each frame's own animated pose, with the correction
         # carried over from the last frame (or easing off after a pin's end). The solve starts
         # there, or where the corrections of the last frames lead (``Continuity.carry``).
+        source = self.plan.source
+        preferred = sample.q0 if source is not None and source.prefers_animated else q_start
         problem = Problem(sample.skeleton, goals.goals, tolerance=s.tolerance, max_iterations=s.max_iterations,
-                          damping=s.damping, reference=preferred_pose(s.reference, q_start),
+                          damping=s.damping, reference=preferred_pose(s.reference, preferred),
                           reference_weight=s.reference_weight, ranges=sample.ranges,
-                          rescue=self.plan.source is None or self.plan.source.rescue)
+                          rescue=source is None or source.rescue)
         result = self._met(problem, start, sample)
         if result is None:
             result = self._on_path(tree, sample.q0, problem, start, goals.path)
