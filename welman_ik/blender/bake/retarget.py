@@ -91,6 +91,10 @@ class Retarget:
     source_roles: dict[str, str] = field(default_factory=dict)  # source bone -> its role (as the naming says)
     carriers: dict[str, str | None] = field(default_factory=dict)  # turned bone -> the turned bone that carries it
     heads: dict[str, np.ndarray] = field(default_factory=dict)  # target bone -> (frames, 3) its head lined up, world
+    # The lined-up pose (keyed first) is each frame's preferred pose where it is what Blender
+    # evaluates; on a rig whose controls move other bones by constraints (a Rigify rig's IK
+    # limbs) its channels do not follow them, and the last frame's correction is carried on.
+    prefers_animated: bool = True
 
     @property
     def bones(self) -> list[str]:
@@ -100,10 +104,6 @@ class Retarget:
     # As a source of goals on the bake's pipeline (``source.GoalSource``).
     rescue = False  # each frame starts from the lined-up pose: no rescue from a start far off
     keys_mechanism = False  # the rig's driven and hidden bones are not keyed
-    # The lined-up pose (keyed first) is each frame's preferred pose where it is what Blender
-    # evaluates; on a rig whose controls move other bones by constraints (a Rigify rig's IK
-    # limbs) its channels do not follow them, and the last frame's correction is carried on.
-    prefers_animated = True
 
     def frame_key(self, index: int) -> tuple:
         """Frames alike (the same plants in force) move the same joints."""
@@ -166,8 +166,9 @@ class Retarget:
         """The goals of the range's ``index``-th frame on ``tree`` (``bake.tree.Tree``)."""
         model = tree.model
         out = []
-        planted = {self.plants[k].bone for k in self.plants_on(index)}
-        for k in self.plants_on(index):
+        on = self.plants_on(index)
+        planted = {self.plants[k].bone for k in on}
+        for k in on:
             plant = self.plants[k]
             joint = model.bones[plant.bone].frame_joint
             out.append(PositionGoal(joint, self._local(tree, plant.bone, plant.local), plant.point, priority=PLANTS))
@@ -270,17 +271,13 @@ def make(context, target, source, frames: list[int], scale: float, plants: bool)
         hips_path = (scaled(heads[:, k]) + shift, heads[:, k])
         retarget.heads = {name: hips_path[0] + offset for name, offset in lined.offsets.items()}
 
-    def carried(line):  # its head where the lined-up pose puts it, when the hips carry it
-        offset = lined.offsets.get(line.target) if hips_path is not None else None
-        return None if offset is None else hips_path[0] + offset
-
     for i, line in enumerate(lines):
         k = column[line.source]
         if not line.place:
             continue
         start, trunk, base = anchors.get(line.source, (None, scale, ""))
-        if line.group != "hips" and carried(line) is not None:
-            retarget.places[i] = carried(line)
+        if line.group != "hips" and line.target in retarget.heads:  # where the lined-up pose puts it
+            retarget.places[i] = retarget.heads[line.target].copy()  # (its own: each is lifted once)
             if base and base in lined.offsets:  # a hand: held from its own shoulder
                 line.base = base
                 retarget.offsets[i] = lined.offsets[line.target] - lined.offsets[base]
