@@ -19,6 +19,7 @@ from chains import (
 from welman_ik.core import (
     SOLVERS,
     BalanceGoal,
+    FloorGoal,
     PoseGoal,
     PositionGoal,
     Problem,
@@ -102,6 +103,59 @@ def test_region_is_idle_inside_and_holds_outside(seed):
     np.testing.assert_allclose(e, np.concatenate([inside.residual(kin), outside.residual(kin)]))
     np.testing.assert_allclose(j, np.vstack([inside.jacobian(kin), outside.jacobian(kin)]))
     np.testing.assert_allclose(RegionGoal.errors([inside, outside], kin), [0.0, 0.3])
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_floor_is_idle_above_and_holds_below(seed):
+    sk, q, joint = random_frame(seed)
+    rng = np.random.default_rng(seed)
+    kin = sk.forward(q)
+    local = rng.uniform(-0.5, 0.5, 3)
+    point = kin.points(np.array([joint]), local[None])[0]
+    normal = rng.normal(size=3)
+    normal /= np.linalg.norm(normal)
+    above = FloorGoal(joint, local, point - 0.3 * normal, 2.0 * normal)  # (any length of normal)
+    assert not np.any(above.residual(kin)) and not np.any(above.jacobian(kin)) and not above.active(kin)
+    _, points, targets = above.point_pairs(kin)
+    np.testing.assert_array_equal(points, targets)
+    below = FloorGoal(joint, local, point + 0.2 * normal + 0.5 * np.cross(normal, [1.0, 0.0, 0.0]), normal)
+    np.testing.assert_allclose(below.residual(kin), [0.2], atol=1e-12)  # its depth below the plane
+    np.testing.assert_allclose(below.point_pairs(kin)[2][0], point + 0.2 * normal, atol=1e-12)
+    np.testing.assert_allclose(below.jacobian(kin), residual_jacobian(below, sk, q), atol=1e-7)
+    assert below.active(kin)
+    e, j = FloorGoal.stack([above, below], kin)
+    np.testing.assert_allclose(e, np.concatenate([above.residual(kin), below.residual(kin)]))
+    np.testing.assert_allclose(j, np.vstack([above.jacobian(kin), below.jacobian(kin)]))
+    np.testing.assert_allclose(FloorGoal.errors([above, below], kin), [0.0, 0.2])
+    for bad in ((0, 0, 0), (np.nan, 0, 1)):
+        with pytest.raises(ValueError):
+            FloorGoal(joint, local, point, bad)
+    with pytest.raises(ValueError):
+        FloorGoal(joint, local, (0, np.inf, 0))
+
+
+@pytest.mark.parametrize("name", list(SOLVERS))
+@pytest.mark.parametrize("seed", range(3))
+def test_every_solver_lifts_a_point_onto_a_floor_and_leaves_it_alone_above(name, seed):
+    """A 6-hinge chain's tip below a tilted plane is brought onto it, and a position goal
+    pulling it further below is met only as far as the floor lets it (the floor first); from a
+    pose with the tip above the plane nothing moves."""
+    rng = np.random.default_rng(seed)
+    sk = chain([0.4] * 5, MIXED_AXES[:6])
+    start = rng.uniform(-1.0, 1.0, 6)
+    tip = sk.forward(start).points(np.array([5]), TIP[None])[0]
+    normal = np.array([0.2, -0.1, 1.0]) / np.linalg.norm([0.2, -0.1, 1.0])
+    floor = FloorGoal(5, TIP, tip + 0.15 * normal, normal)
+    assert floor.error(sk.forward(start)) > 0.1
+    result = SOLVERS[name](Problem(sk, [floor], tolerance=1e-5, max_iterations=iterations(name)), start.copy())
+    assert floor.error(sk.forward(result.q)) <= 1e-5, name
+    deeper = PositionGoal(5, TIP, tip - 0.1 * normal, priority=1)
+    result = SOLVERS[name](Problem(sk, [floor, deeper], tolerance=1e-5, max_iterations=iterations(name)),
+                           start.copy())
+    assert floor.error(sk.forward(result.q)) <= 1e-4, name
+    clear = FloorGoal(5, TIP, tip - 0.05 * normal, normal)
+    again = SOLVERS[name](Problem(sk, [clear], tolerance=1e-5, max_iterations=iterations(name)), start.copy())
+    np.testing.assert_array_equal(again.q, start)  # met as it is: nothing moves
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -247,7 +301,7 @@ def test_bad_input_is_refused():
         BalanceGoal([0], np.zeros((1, 3)), [1.0], [0, 0, 0], direction=(0, 0, 0))
     with pytest.raises(ValueError):
         BalanceGoal([0], np.zeros((1, 3)), [1.0], support=[[0, 0, 0]], margin=-1.0)
-    for kind in (PoseGoal, RegionGoal, TogetherGoal, BalanceGoal):
+    for kind in (PoseGoal, RegionGoal, TogetherGoal, BalanceGoal, FloorGoal):
         assert kind.refused_by == {}
 
 

@@ -9,6 +9,7 @@ as linear constraints), all ``solve(problem, q0) -> SolveResult``.
 from .goals import (
     AimGoal,
     BalanceGoal,
+    FloorGoal,
     Goal,
     LineGoal,
     OrientationGoal,
@@ -23,5 +24,5 @@ from .problem import Problem, SolveResult
 from .skeleton import Kinematics, Skeleton
 from .solvers import SOLVERS
 
-__all__ = ["SOLVERS", "AimGoal", "BalanceGoal", "Goal", "Kinematics", "LineGoal", "OrientationGoal", "PlaneGoal", "PoseGoal",
+__all__ = ["SOLVERS", "AimGoal", "BalanceGoal", "FloorGoal", "Goal", "Kinematics", "LineGoal", "OrientationGoal", "PlaneGoal", "PoseGoal",
            "PositionGoal", "Problem", "RegionGoal", "Skeleton", "SolveResult", "TogetherGoal", "segment_masses"]

@@ -4,15 +4,17 @@ range (every mapped bone's evaluated pose, in bulk) and its feet's contacts, sca
 onto the target, and gives each frame's goals to the bake (``goals``), in priority:
 
 0. the plants (the source's contacts, ``contacts.plants`` on its feet, at the target's
-   feet) and the hips' path;
+   feet, each held whole from heel strike to toe-off), the hips' path, and every foot's heel
+   and toe on or above the target's floor (``FloorGoal``), on every frame;
 1. the hands' (from their shoulders), the unplanted feet's and the head's places, the
    ends' orientations, and the trunk's orientations (the hips, spine, chest, neck and
    clavicles): the limbs do what the limbs can;
 
-below them the lined-up pose (``retarget_pose``, keyed first): each frame's preferred pose as
-it is, not with the last frame's correction carried on, so that the knees and elbows bend as
-the source's wherever no goal needs them otherwise, and a twist one frame needed is not kept
-by the next. Every goal can be met, so each frame's solve converges in a few iterations.
+below them the lined-up pose (``retarget_pose``, keyed first): each frame's preferred pose and
+the solve's start as it is, not with the last frame's correction carried on, so that the
+knees and elbows bend as the source's wherever no goal needs them otherwise, and a twist (or
+a knee bent backwards) one frame needed is not kept by the next. The plants' corrections ease
+in and out on the feet's places instead (``retarget_feet.ease_plants``). Every goal can be met, so each frame's solve converges in a few iterations.
 ``measure`` reads the written action back on the evaluated pose and gives each goal group's
 largest miss.
 
@@ -31,7 +33,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ...core import OrientationGoal, PositionGoal, TogetherGoal
+from ...core import FloorGoal, OrientationGoal, PositionGoal, TogetherGoal
 from ...core.anatomy.retarget import retarget_roles
 from ..rig.body import pose_matrices, rest_ends, rest_matrices
 from ..rig.model import RigError, chain_to_root
@@ -91,6 +93,9 @@ class Retarget:
     source_roles: dict[str, str] = field(default_factory=dict)  # source bone -> its role (as the naming says)
     carriers: dict[str, str | None] = field(default_factory=dict)  # turned bone -> the turned bone that carries it
     heads: dict[str, np.ndarray] = field(default_factory=dict)  # target bone -> (frames, 3) its head lined up, world
+    # Each foot's points held on or above the target's floor on every frame: (bone, point in its
+    # rest world frame, the height it has when the foot stands at rest).
+    floors: list[tuple[str, np.ndarray, float]] = field(default_factory=list)
     # The lined-up pose (keyed first) is each frame's preferred pose where it is what Blender
     # evaluates; on a rig whose controls move other bones by constraints (a Rigify rig's IK
     # limbs) its channels do not follow them, and the last frame's correction is carried on.
@@ -168,12 +173,17 @@ class Retarget:
         out = []
         on = self.plants_on(index)
         planted = {self.plants[k].bone for k in on}
+        for bone, local, height in self.floors:
+            out.append(FloorGoal(model.bones[bone].frame_joint, self._local(tree, bone, local), (0.0, 0.0, height),
+                                 priority=PLANTS))
         for k in on:
             plant = self.plants[k]
             joint = model.bones[plant.bone].frame_joint
             out.append(PositionGoal(joint, self._local(tree, plant.bone, plant.local), plant.point, priority=PLANTS))
         for i, line in enumerate(self.lines):
-            if line.weight <= 0.0 or line.target in planted:  # a planted foot stands where its plants put it
+            # A planted foot stands where its plants put it, turned about one (its heel or its
+            # toe) as the lined-up pose, where the solve starts, turns it.
+            if line.weight <= 0.0 or line.target in planted:
                 continue
             joint, local = tree.anchor(line.target, 0.0)
             if line.place and line.base:
@@ -299,9 +309,8 @@ def make(context, target, source, frames: list[int], scale: float, plants: bool)
     _within_reach(retarget, target_roles)
     if plants:
         retarget.plants = retarget_feet.plants(context, retarget, legs, column, posed, lambda points: scaled(points) + shift)
-        scene = context.scene
-        retarget_feet.whole_contacts(retarget.plants, round(retarget_feet.CONTACT_GAP * scene.render.fps / scene.render.fps_base))
         retarget_feet.under_the_source(retarget)
+        retarget_feet.ease_plants(retarget, max(target.welman_ik.motion_falloff, 0), target_roles)
     lift = retarget_feet.body_lift(retarget)
     if lift is None:  # no plants to stand on
         lifts = retarget.lifts()
@@ -312,6 +321,7 @@ def make(context, target, source, frames: list[int], scale: float, plants: bool)
         plant.point = np.array([*plant.point[:2], retarget_feet.floor_height(retarget, plant)])
     retarget_feet.toes_from_heels(retarget.plants)
     retarget_feet.above_floor(retarget)
+    retarget.floors = retarget_feet.floor_points(retarget)
     return retarget
 
 

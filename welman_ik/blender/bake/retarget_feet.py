@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ...core.contacts import ease
 from . import contacts
 
 
@@ -32,16 +33,40 @@ class Plant:
 CONTACT_GAP = 0.25  # [s] the longest gap between a heel's plant and the toe's that follows it, bridged
 
 
-def whole_contacts(plants: list[Plant], gap: int) -> None:
-    """A contact whole, from heel strike to toe-off: a foot's toe plant that starts within ``gap``
-    frames after its heel plant ends starts where that one ends (the foot flat between them is
-    held by its toe), so the foot is never free between the two."""
-    for plant in plants:
-        if plant.heel:
-            continue
-        before = [p.last for p in plants if p.heel and p.bone == plant.bone and 0 <= plant.first - p.last <= gap]
-        if before:
-            plant.first = min(plant.first, max(before))
+def whole_contacts(plants: list[Plant], low: np.ndarray, gap: int) -> list[Plant]:
+    """One foot's plants (``plants``) as whole contacts, heel strike to toe-off. Plants follow on
+    from each other in one contact where the gap between them is at most ``gap`` frames or the
+    source's toe stays down across it (``low``: (frames,) whether it is within the contact
+    height of its lowest): the foot flat between them. In each contact the heel is held by its
+    first heel plant (a heel that comes down again as the foot rolls over its toe is not planted
+    a second time, somewhere else), and the toe from where that heel plant ends to where the
+    contact's last toe plant ends (so the foot is never free between the two)."""
+    out: list[Plant] = []
+    contact: list[Plant] = []
+
+    def close() -> None:
+        heels = [p for p in contact if p.heel]
+        toes = [p for p in contact if not p.heel]
+        if heels:
+            out.append(heels[0])
+        if toes:
+            first = heels[0].last if heels else min(p.first for p in toes)
+            last = max(p.last for p in toes)
+            if last > first or not heels:
+                out.append(Plant(toes[0].bone, toes[0].local, toes[0].point, min(first, last), last))
+        elif len(heels) > 1:
+            out.extend(heels[1:])
+        contact.clear()
+
+    end = -np.inf
+    for plant in sorted(plants, key=lambda p: (p.first, not p.heel)):
+        if contact and plant.first - end > gap and not low[int(end):plant.first + 1].all():
+            close()
+        contact.append(plant)
+        end = max(end, plant.last)
+    if contact:
+        close()
+    return out
 
 
 def foot_lines(retarget) -> dict[str, int]:
@@ -50,20 +75,67 @@ def foot_lines(retarget) -> dict[str, int]:
             if line.group == "feet" and i in retarget.places and i in retarget.turns}
 
 
+def own_points(retarget, bone: str) -> tuple[np.ndarray, np.ndarray]:
+    """Target foot ``bone``'s head and tail in its rest world frame along its unit axes."""
+    rest = retarget.rest[bone]
+    return np.zeros(3), np.array([0.0, float(np.linalg.norm(rest[:3, 1])) * retarget.target.data.bones[bone].length, 0.0])
+
+
 def under_the_source(retarget) -> None:
-    """Each plant's point on its target foot and where it is held: the source's point (its heel
-    or toe) from its ankle on the reference frame, scaled, in the lined-up target foot's axes
-    (the target's point under the source's, whatever the two rests), held where that point is
-    over the plant, on average."""
+    """Where each plant is held: where the lined-up pose puts its point over the plant, on
+    average. (A plant's point is the target foot's own heel or toe, as the source's contact is
+    on its heel or toe, not the source's point carried over: a foot longer or shorter than the
+    source's would otherwise stand on a point ahead of or behind its toe, and lift its toe off
+    the floor as it rolls over it.) A toe taking over from its heel is held where the foot puts
+    it as the heel's plant ends, so that nothing moves at the hand-over."""
     feet = foot_lines(retarget)
-    for plant in retarget.plants:
+    lined = {}
+    for plant in sorted(retarget.plants, key=lambda p: not p.heel):  # the heels first
         i = feet.get(plant.bone)
         if i is None:
             continue
-        turn = retarget.turns[i]
-        plant.local = turn[retarget.reference].T @ (plant.local * retarget.scale)
-        points = retarget.places[i] + turn @ plant.local
+        points = retarget.places[i] + retarget.turns[i] @ plant.local
+        lined[id(plant)] = points
         plant.point = points[plant.first:plant.last + 1].mean(axis=0)
+        heel = next((p for p in retarget.plants if p.heel and p.bone == plant.bone and p.last == plant.first), None)
+        if not plant.heel and heel is not None:  # taking over from the heel: the toe stays where the heel put it
+            plant.point = points[plant.first] + heel.point - lined[id(heel)][plant.first]
+
+
+def ease_plants(retarget, frames: int, target_roles: dict) -> None:
+    """Each placed foot's lined-up place eased toward its plants over the ``frames`` before one
+    starts and after one ends (``core.contacts.ease``), across the floor: a plant holds its point
+    where the lined-up pose puts it on average, so the foot would otherwise jump by the
+    difference as the plant starts or ends. The eased foot stays no further from its hip than
+    the lined-up pose has it (its knee bent as the source's, never straightened by the ease)."""
+    feet = foot_lines(retarget)
+    side_of = {bone: retarget.source_roles.get(retarget.lines[i].source, "").rpartition(".")[2]
+               for bone, i in feet.items()}
+    thighs = {bone: next((n for n, r in target_roles.items() if r == f"thigh.{side}"), None)
+              for bone, side in side_of.items()}
+    count = len(retarget.frames)
+    at = np.arange(count)
+    for bone, i in feet.items():
+        shift, share = np.zeros((count, 2)), np.zeros(count)
+        for plant in (p for p in retarget.plants if p.bone == bone):
+            lined = retarget.places[i] + retarget.turns[i] @ plant.local
+            for edge, outside in ((plant.first, at < plant.first), (plant.last, at > plant.last)):
+                weight = np.where(outside, ease(np.abs(at - edge), frames), 0.0)
+                closer = weight > share
+                shift[closer] = (plant.point - lined[edge])[:2]
+                share[closer] = weight[closer]
+        held = np.zeros(count, dtype=bool)
+        for plant in (p for p in retarget.plants if p.bone == bone):
+            held[plant.first:plant.last + 1] = True
+        place = retarget.places[i]
+        eased = place.copy()
+        eased[:, :2] += np.where(held, 0.0, share)[:, None] * shift
+        hip = retarget.heads.get(thighs[bone])
+        if hip is not None:  # within the lined-up leg's reach
+            reach = np.linalg.norm(place - hip, axis=1)
+            far = np.linalg.norm(eased - hip, axis=1)
+            eased = hip + (eased - hip) * np.minimum(1.0, reach / np.maximum(far, 1e-12))[:, None]
+        place[:] = eased
 
 
 def floor_height(retarget, plant: Plant) -> float:
@@ -143,6 +215,20 @@ def above_floor(retarget) -> None:
         place[:, 2] = np.maximum(place[:, 2], lowest)
 
 
+def floor_points(retarget) -> list[tuple[str, np.ndarray, float]]:
+    """Each placed foot's head and tail, as (bone, point in its rest world frame along its unit
+    axes, its height when the foot stands at rest): the points the solve keeps on or above the
+    target's floor on every frame, planted or not (a foot swinging through, or rolling over its
+    toe, would otherwise dip its heel or toe into the floor)."""
+    out = []
+    for i in foot_lines(retarget).values():
+        bone = retarget.lines[i].target
+        rest = retarget.rest[bone]
+        for local in own_points(retarget, bone):
+            out.append((bone, local, float(rest[2, 3] + (unit(rest[:3, :3]) @ local)[2])))
+    return out
+
+
 def _tail(matrices: np.ndarray, length: float) -> np.ndarray:
     """The tail of a bone ``length`` long (rest length) whose world matrices are ``matrices``
     (..., 4, 4): its head plus its Y axis, the matrix's scale included."""
@@ -160,6 +246,7 @@ def plants(context, retarget, legs: dict, column: dict, posed: np.ndarray, scale
     source, settings = retarget.source, retarget.target.welman_ik
     scene = context.scene
     fps = scene.render.fps / scene.render.fps_base
+    gap = round(CONTACT_GAP * fps)
     out = []
     for line in (line for line in retarget.lines if line.source in legs):
         k, leg = column[line.source], legs[line.source]
@@ -169,12 +256,10 @@ def plants(context, retarget, legs: dict, column: dict, posed: np.ndarray, scale
         paths.update({(name, 0.0): scaled(posed[:, column[name], :3, 3]) for name in leg or ()})
         points = [contacts.Point(line.source, contacts.HEEL, leg), contacts.Point(line.source, contacts.TOE, leg)]
         found = contacts.plants(settings, points, paths, fps)
-        ankle = posed[retarget.reference, k, :3, 3]
-        for point, held in found.items():
-            # (world, source units) the point from the source's ankle on the reference frame
-            local = (posed[retarget.reference, k, :3, 3] if point.anchor == contacts.HEEL
-                     else _tail(posed[retarget.reference, k], length)) - ankle
-            for plant in held:
-                out.append(Plant(line.target, local, np.asarray(plant.point, dtype=float), plant.first, plant.last,
-                                 point.anchor == contacts.HEEL))
+        ends = own_points(retarget, line.target)  # the target foot's own heel and toe
+        foot = [Plant(line.target, ends[point.anchor == contacts.TOE], np.asarray(plant.point, dtype=float),
+                      plant.first, plant.last, point.anchor == contacts.HEEL)
+                for point, held in found.items() for plant in held]
+        toe = paths[(line.source, contacts.TOE)][:, 2]
+        out += whole_contacts(foot, toe - toe.min() <= settings.contact_height, gap)
     return out

@@ -47,7 +47,9 @@ class FrameSolver:
         # carried over from the last frame (or easing off after a pin's end). The solve starts
         # there, or where the corrections of the last frames lead (``Continuity.carry``).
         source = self.plan.source
-        preferred = sample.q0 if source is not None and source.prefers_animated else q_start
+        preferred = q_start
+        if source is not None and source.prefers_animated:  # its own pose, and the solve starts there
+            preferred = start = sample.q0
         problem = Problem(sample.skeleton, goals.goals, tolerance=s.tolerance, max_iterations=s.max_iterations,
                           damping=s.damping, reference=preferred_pose(s.reference, preferred),
                           reference_weight=s.reference_weight, ranges=sample.ranges,

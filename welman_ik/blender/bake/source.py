@@ -13,8 +13,8 @@ class GoalSource(Protocol):
     frames: list[int]
     rescue: bool  # whether a frame's solve may try the single solve's rescues
     keys_mechanism: bool  # whether the rig's driven and hidden bones are keyed too
-    prefers_animated: bool  # whether each frame's preferred pose is its animated pose itself, not
-    # with the last frame's correction carried on (the correction is still the solve's start)
+    prefers_animated: bool  # whether each frame's preferred pose and the solve's start are its animated
+    # pose itself, not with the last frame's correction carried on (the source eases its own goals)
 
     @property
     def bones(self) -> list[str]:

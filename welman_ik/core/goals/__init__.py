@@ -3,6 +3,7 @@
 from .aim import AimGoal
 from .balance import BalanceGoal
 from .base import Goal
+from .floor import FloorGoal
 from .line import LineGoal, PlaneGoal
 from .orientation import OrientationGoal
 from .pose import PoseGoal
@@ -10,5 +11,5 @@ from .position import PositionGoal
 from .region import RegionGoal
 from .together import TogetherGoal
 
-__all__ = ["AimGoal", "BalanceGoal", "Goal", "LineGoal", "OrientationGoal", "PlaneGoal", "PoseGoal", "PositionGoal",
+__all__ = ["AimGoal", "BalanceGoal", "FloorGoal", "Goal", "LineGoal", "OrientationGoal", "PlaneGoal", "PoseGoal", "PositionGoal",
            "RegionGoal", "TogetherGoal"]
