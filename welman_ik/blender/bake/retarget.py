@@ -172,7 +172,12 @@ class Retarget:
         model = tree.model
         out = []
         on = self.plants_on(index)
-        planted = {self.plants[k].bone for k in on}
+        planted = [self.plants[k].bone for k in on]
+        # A foot planted at its heel and toe stands where its plants put it; planted at one, it
+        # turns about it as the lined-up pose turns it: as the solve's start where that is the
+        # preferred pose, else by its turn goal (nothing else would hold it from spinning).
+        placed = set(planted)
+        turned = placed if self.prefers_animated else {bone for bone in placed if planted.count(bone) > 1}
         for bone, local, height in self.floors:
             out.append(FloorGoal(model.bones[bone].frame_joint, self._local(tree, bone, local), (0.0, 0.0, height),
                                  priority=PLANTS))
@@ -181,12 +186,12 @@ class Retarget:
             joint = model.bones[plant.bone].frame_joint
             out.append(PositionGoal(joint, self._local(tree, plant.bone, plant.local), plant.point, priority=PLANTS))
         for i, line in enumerate(self.lines):
-            # A planted foot stands where its plants put it, turned about one (its heel or its
-            # toe) as the lined-up pose, where the solve starts, turns it.
-            if line.weight <= 0.0 or line.target in planted:
+            if line.weight <= 0.0 or line.target in turned:
                 continue
             joint, local = tree.anchor(line.target, 0.0)
-            if line.place and line.base:
+            if line.target in placed:
+                pass
+            elif line.place and line.base:
                 out.append(TogetherGoal(joint, local, *tree.anchor(line.base, 0.0), weight=line.weight,
                                         priority=ENDS, offset=self.offsets[i][index]))
             elif line.place:

@@ -10,6 +10,7 @@ import numpy as np
 
 from ...core.contacts import ease
 from . import contacts
+from .retarget_pose import measured_bone
 
 
 def unit(rotations: np.ndarray) -> np.ndarray:
@@ -76,9 +77,17 @@ def foot_lines(retarget) -> dict[str, int]:
 
 
 def own_points(retarget, bone: str) -> tuple[np.ndarray, np.ndarray]:
-    """Target foot ``bone``'s head and tail in its rest world frame along its unit axes."""
+    """The heel (head) and toe (tail) of the foot target bone ``bone`` moves, in its rest world
+    frame along its unit axes: its own, or those of the bone that shows it (a generated Rigify
+    rig's IK foot control lies along the ground behind the ankle; its deforming foot runs
+    from the ankle to the toe)."""
+    target = retarget.target
+    shown = target.data.bones[measured_bone(target, bone)]
+    world = np.array(target.matrix_world, dtype=float)
     rest = retarget.rest[bone]
-    return np.zeros(3), np.array([0.0, float(np.linalg.norm(rest[:3, 1])) * retarget.target.data.bones[bone].length, 0.0])
+    axes = unit(rest[:3, :3])
+    return tuple(axes.T @ (world[:3, :3] @ np.array(point) + world[:3, 3] - rest[:3, 3])
+                 for point in (shown.head_local, shown.tail_local))
 
 
 def under_the_source(retarget) -> None:
@@ -147,13 +156,13 @@ def floor_height(retarget, plant: Plant) -> float:
 
 
 def floor(retarget) -> float:
-    """The target's floor: the lowest of its feet's heads and tails in its rest pose."""
-    bones = retarget.target.data.bones
+    """The target's floor: the lowest of its feet's heels and toes (``own_points``) in its rest
+    pose."""
     heights = []
     for line in retarget.lines:
         if line.group == "feet":
             rest = retarget.rest[line.target]
-            heights += [rest[2, 3], rest[2, 3] + rest[2, 1] * bones[line.target].length]
+            heights += [rest[2, 3] + (unit(rest[:3, :3]) @ point)[2] for point in own_points(retarget, line.target)]
     return float(min(heights)) if heights else -np.inf
 
 
@@ -201,14 +210,13 @@ def toes_from_heels(plants: list[Plant]) -> None:
 
 
 def above_floor(retarget) -> None:
-    """Each foot's place raised, frame by frame, so that none of its points (its head, its tail,
+    """Each foot's place raised, frame by frame, so that none of its points (its heel, its toe,
     its plants' points) is below where that point is when the foot stands at rest on the
     target's floor."""
     for i in foot_lines(retarget).values():
         line = retarget.lines[i]
         rest, turn = retarget.rest[line.target], retarget.turns[i]
-        length = np.linalg.norm(rest[:3, 1]) * retarget.target.data.bones[line.target].length
-        points = [np.zeros(3), np.array([0.0, length, 0.0])] + [p.local for p in retarget.plants if p.bone == line.target]
+        points = [*own_points(retarget, line.target)] + [p.local for p in retarget.plants if p.bone == line.target]
         floors = np.array([rest[2, 3] + (unit(rest[:3, :3]) @ local)[2] for local in points])
         lowest = np.max(floors[None] - np.einsum("fj,pj->fp", turn[:, 2], np.array(points)), axis=1)
         place = retarget.places[i]
@@ -216,7 +224,7 @@ def above_floor(retarget) -> None:
 
 
 def floor_points(retarget) -> list[tuple[str, np.ndarray, float]]:
-    """Each placed foot's head and tail, as (bone, point in its rest world frame along its unit
+    """Each placed foot's heel and toe (``own_points``), as (bone, point in its rest world frame along its unit
     axes, its height when the foot stands at rest): the points the solve keeps on or above the
     target's floor on every frame, planted or not (a foot swinging through, or rolling over its
     toe, would otherwise dip its heel or toe into the floor)."""
