@@ -15,6 +15,7 @@ import bpy
 import bvh_variants
 import numpy as np
 import pytest
+import retarget_gates
 import scenes
 from conftest import FIXTURES
 
@@ -31,7 +32,8 @@ ENDS = ("hand.L", "hand.R", "foot.L", "foot.R", "spine.006")
 
 
 def _retargeted(tmp_path, name: str):
-    """(matrices (frames, bones, 4, 4) of the target's evaluated pose, contacts found, target)."""
+    """(matrices (frames, bones, 4, 4) of the target's evaluated pose, contacts found, target,
+    source, frames)."""
     rest, metres, up, importer_scale = VARIANTS[name]
     path = tmp_path / f"{name}.bvh"
     bvh_variants.write_variant(FIXTURES / CLIP, path, rest=rest, scale=INCH / metres, up=up,
@@ -49,18 +51,26 @@ def _retargeted(tmp_path, name: str):
         "FINISHED"}
     pose, world = pose_matrices(target, target.pose.bones.keys(), frames)
     plants = [g for g in target.welman_ik.last_solve.groups if g.group == "plants"]
-    return world[:, None] @ pose, plants, target
+    return world[:, None] @ pose, plants, target, source, frames
 
 
 @pytest.mark.once
 def test_the_same_motion_under_any_rest_units_and_up_axis(tmp_path):
-    reference, plants, target = _retargeted(tmp_path, "tpose")
+    reference, plants, target, source, frames = _retargeted(tmp_path, "tpose")
     names = target.pose.bones.keys()
     assert plants, "the walk plants its feet"
+    # Measured as a user would, on both evaluated poses (``scripts/retarget_gates.py``): no foot
+    # point below the floor, knees and elbows bent as the source's and in its plane, no flips.
+    scene = bpy.context.scene
+    figures = retarget_gates.gates(source, target, frames, scene.render.fps / scene.render.fps_base)
+    assert figures["sink_mm"] <= 2.0, figures
+    assert figures["bend_diff_deg"] <= 10.0 and figures["bend_plane_deg"] <= 20.0, figures
+    assert figures["flips"] == 0 and figures["stretch_pct"] <= 1.0, figures
+    assert target.welman_ik.last_solve.message.startswith("gates held"), target.welman_ik.last_solve.message
     for name in VARIANTS:
         if name == "tpose":
             continue
-        found, _, _ = _retargeted(tmp_path, name)
+        found, *_ = _retargeted(tmp_path, name)
         heads = np.linalg.norm(found[..., :3, 3] - reference[..., :3, 3], axis=-1)
         assert heads.max() <= 1e-3, (name, names[int(np.argmax(heads.max(axis=0)))], heads.max())
         a = reference[..., :3, :3] / np.linalg.norm(reference[..., :3, :3], axis=-2, keepdims=True)
