@@ -14,7 +14,8 @@ below them the lined-up pose (``retarget_pose``, keyed first): each frame's pref
 the solve's start as it is, not with the last frame's correction carried on, so that the
 knees and elbows bend as the source's wherever no goal needs them otherwise, and a twist (or
 a knee bent backwards) one frame needed is not kept by the next. The plants' corrections ease
-in and out on the feet's places instead (``retarget_feet.ease_plants``). Every goal can be met, so each frame's solve converges in a few iterations.
+in and out on the feet's places instead (``retarget_feet.ease_plants``). Every goal can be
+met, so each frame's solve converges in a few iterations.
 ``measure`` reads the written action back on the evaluated pose and gives each goal group's
 largest miss.
 
@@ -189,12 +190,11 @@ class Retarget:
             if line.weight <= 0.0 or line.target in turned:
                 continue
             joint, local = tree.anchor(line.target, 0.0)
-            if line.target in placed:
-                pass
-            elif line.place and line.base:
+            place = line.place and line.target not in placed  # a planted foot's place is its plants'
+            if place and line.base:
                 out.append(TogetherGoal(joint, local, *tree.anchor(line.base, 0.0), weight=line.weight,
                                         priority=ENDS, offset=self.offsets[i][index]))
-            elif line.place:
+            elif place:
                 priority = PLANTS if line.group == "hips" else ENDS
                 out.append(PositionGoal(joint, local, self.places[i][index], weight=line.weight, priority=priority))
             if line.turn and (line.place or line.trunk):  # the rest: kept near the lined-up pose

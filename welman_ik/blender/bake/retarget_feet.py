@@ -147,22 +147,25 @@ def ease_plants(retarget, frames: int, target_roles: dict) -> None:
         place[:] = eased
 
 
+def rest_height(retarget, bone: str, local: np.ndarray) -> float:
+    """The height of the point ``local`` (in target bone ``bone``'s rest world frame along its
+    unit axes) in the target's rest pose: where it is when the foot stands on its floor."""
+    rest = retarget.rest[bone]
+    return float(rest[2, 3] + (unit(rest[:3, :3]) @ local)[2])
+
+
 def floor_height(retarget, plant: Plant) -> float:
     """The height of ``plant``'s point when its foot stands at rest on the target's floor, and
     never below that floor (a source's toe end that points down through its sole would
     otherwise plant the whole body lower)."""
-    rest = retarget.rest[plant.bone]
-    return max(float(rest[2, 3] + (unit(rest[:3, :3]) @ plant.local)[2]), floor(retarget))
+    return max(rest_height(retarget, plant.bone, plant.local), floor(retarget))
 
 
 def floor(retarget) -> float:
     """The target's floor: the lowest of its feet's heels and toes (``own_points``) in its rest
     pose."""
-    heights = []
-    for line in retarget.lines:
-        if line.group == "feet":
-            rest = retarget.rest[line.target]
-            heights += [rest[2, 3] + (unit(rest[:3, :3]) @ point)[2] for point in own_points(retarget, line.target)]
+    heights = [rest_height(retarget, line.target, point) for line in retarget.lines if line.group == "feet"
+               for point in own_points(retarget, line.target)]
     return float(min(heights)) if heights else -np.inf
 
 
@@ -215,26 +218,21 @@ def above_floor(retarget) -> None:
     target's floor."""
     for i in foot_lines(retarget).values():
         line = retarget.lines[i]
-        rest, turn = retarget.rest[line.target], retarget.turns[i]
+        turn = retarget.turns[i]
         points = [*own_points(retarget, line.target)] + [p.local for p in retarget.plants if p.bone == line.target]
-        floors = np.array([rest[2, 3] + (unit(rest[:3, :3]) @ local)[2] for local in points])
+        floors = np.array([rest_height(retarget, line.target, local) for local in points])
         lowest = np.max(floors[None] - np.einsum("fj,pj->fp", turn[:, 2], np.array(points)), axis=1)
         place = retarget.places[i]
         place[:, 2] = np.maximum(place[:, 2], lowest)
 
 
 def floor_points(retarget) -> list[tuple[str, np.ndarray, float]]:
-    """Each placed foot's heel and toe (``own_points``), as (bone, point in its rest world frame along its unit
-    axes, its height when the foot stands at rest): the points the solve keeps on or above the
+    """Each placed foot's heel and toe (``own_points``), as (bone, point in its rest world frame
+    along its unit axes, its height when the foot stands at rest): the points the solve keeps on or above the
     target's floor on every frame, planted or not (a foot swinging through, or rolling over its
     toe, would otherwise dip its heel or toe into the floor)."""
-    out = []
-    for i in foot_lines(retarget).values():
-        bone = retarget.lines[i].target
-        rest = retarget.rest[bone]
-        for local in own_points(retarget, bone):
-            out.append((bone, local, float(rest[2, 3] + (unit(rest[:3, :3]) @ local)[2])))
-    return out
+    bones = [retarget.lines[i].target for i in foot_lines(retarget).values()]
+    return [(bone, local, rest_height(retarget, bone, local)) for bone in bones for local in own_points(retarget, bone)]
 
 
 def _tail(matrices: np.ndarray, length: float) -> np.ndarray:
