@@ -35,14 +35,15 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ...core import FloorGoal, OrientationGoal, PositionGoal, TogetherGoal
+from ...core.anatomy import alignment
 from ...core.anatomy.retarget import retarget_roles
 from ..rig.body import pose_matrices, rest_ends, rest_matrices
 from ..rig.model import RigError, chain_to_root
 from ..rig.retarget_map import bone_tree
-from . import contacts, retarget_feet, retarget_pose
+from . import contacts, retarget_feet, retarget_pose, retarget_twist
 from .retarget_feet import Plant, unit
 
-PLANTS, ENDS = 0, 1  # the goals' priorities (the lined-up pose below them, as the preferred pose)
+PLANTS, ENDS, LINED = 0, 1, 2  # the goals' priorities (the lined-up pose below them, as the preferred pose)
 GROUPS = ("plants", "hips", "hands", "feet", "head", "orientations")
 
 
@@ -101,6 +102,7 @@ class Retarget:
     # evaluates; on a rig whose controls move other bones by constraints (a Rigify rig's IK
     # limbs) its channels do not follow them, and the last frame's correction is carried on.
     prefers_animated: bool = True
+    twists: list = field(default_factory=list)  # the limbs the rig's own IK bends (``retarget_twist.Limb``)
 
     @property
     def bones(self) -> list[str]:
@@ -119,6 +121,7 @@ class Retarget:
         from .correct import close_retarget_loop
 
         close_retarget_loop(plan, sampling, results)
+        retarget_twist.twist(plan.obj, self, self.frames)  # the limbs the rig's IK bends, in the source's plane
 
     def hips(self) -> int | None:
         return next((i for i, line in enumerate(self.lines) if line.group == "hips"), None)
@@ -175,10 +178,13 @@ class Retarget:
         on = self.plants_on(index)
         planted = [self.plants[k].bone for k in on]
         # A foot planted at its heel and toe stands where its plants put it; planted at one, it
-        # turns about it as the lined-up pose turns it: as the solve's start where that is the
-        # preferred pose, else by its turn goal (nothing else would hold it from spinning).
+        # turns about it as the lined-up pose turns it where that is the solve's start and
+        # preferred pose; else its ankle is kept where the lined-up leg puts it, below its
+        # plant, and its turn below that (the foot pitches to put its toe down, and nothing
+        # else would hold it from spinning about the two).
         placed = set(planted)
         turned = placed if self.prefers_animated else {bone for bone in placed if planted.count(bone) > 1}
+        pitched = placed - turned
         for bone, local, height in self.floors:
             out.append(FloorGoal(model.bones[bone].frame_joint, self._local(tree, bone, local), (0.0, 0.0, height),
                                  priority=PLANTS))
@@ -190,7 +196,7 @@ class Retarget:
             if line.weight <= 0.0 or line.target in turned:
                 continue
             joint, local = tree.anchor(line.target, 0.0)
-            place = line.place and line.target not in placed  # a planted foot's place is its plants'
+            place = line.place and (line.target not in placed or line.target in pitched)
             if place and line.base:
                 out.append(TogetherGoal(joint, local, *tree.anchor(line.base, 0.0), weight=line.weight,
                                         priority=ENDS, offset=self.offsets[i][index]))
@@ -201,7 +207,7 @@ class Retarget:
                 out.append(OrientationGoal(model.bones[line.target].frame_joint,
                                            self._turn(tree, line.target, self.turns[i][index]),
                                            length=self._length(tree, line.target), weight=line.weight,
-                                           priority=ENDS))
+                                           priority=LINED if line.target in pitched else ENDS))
         return out
 
     def _rest_frame(self, tree, bone: str) -> np.ndarray:
@@ -251,6 +257,7 @@ def make(context, target, source, frames: list[int], scale: float, plants: bool)
     retarget = Retarget(target, source, scale, frames, lines)
     retarget.prefers_animated = all(retarget_pose.measured_bone(target, line.target) == line.target for line in lines)
     retarget.source_roles = source_roles
+    retarget.twists = retarget_twist.limbs(target, lines, source_roles, target_roles)
     anchors = _anchors(target, source, lines, source_roles, target_roles)
     legs = {line.source: contacts.leg_of(source, line.source, source_roles)
             for line in lines if plants and line.group == "feet" and line.place}
@@ -297,6 +304,11 @@ def make(context, target, source, frames: list[int], scale: float, plants: bool)
                 line.base = base
                 retarget.offsets[i] = lined.offsets[line.target] - lined.offsets[base]
             continue
+        if line.group == "feet" and hips_path is not None:
+            leg = _leg(retarget, line, heads, column, hips_path[0], target_heads, target_roles)
+            if leg is not None:  # from its own hip, the knee bent as the source's
+                retarget.places[i] = leg
+                continue
         if line.group in {"hips", "feet"} or hips_path is None:
             retarget.places[i] = scaled(heads[:, k]) + shift
             continue
@@ -306,11 +318,16 @@ def make(context, target, source, frames: list[int], scale: float, plants: bool)
             retarget.places[i] = hips_path[0] + trunk * (heads[:, k] - hips_path[1])
             continue
         shoulder = heads[:, column[start]]
-        retarget.places[i] = hips_path[0] + trunk * (shoulder - hips_path[1]) + scale * (heads[:, k] - shoulder)
-        # Held from the target's own shoulder, wherever its trunk puts it: the hand points and
-        # reaches from there as the source's does, scaled.
+        side = source_roles.get(line.source, "").rpartition(".")[2]
+        reach = _reach(heads, column, source_roles, target_roles, target_heads, side, ARM)
+        if reach is None:
+            reach = scale * (heads[:, k] - shoulder)
+        retarget.places[i] = hips_path[0] + trunk * (shoulder - hips_path[1]) + reach
+        # Held from the target's own shoulder, wherever its trunk puts it: the hand points from
+        # there as the source's does, as far as the target's arm reaches with its elbow bent as
+        # the source's.
         line.base = base
-        retarget.offsets[i] = scale * (heads[:, k] - shoulder)
+        retarget.offsets[i] = reach
     _within_reach(retarget, target_roles)
     if plants:
         retarget.plants = retarget_feet.plants(context, retarget, legs, column, posed, lambda points: scaled(points) + shift)
@@ -328,6 +345,53 @@ def make(context, target, source, frames: list[int], scale: float, plants: bool)
     retarget_feet.above_floor(retarget)
     retarget.floors = retarget_feet.floor_points(retarget)
     return retarget
+
+
+ARM, LEG = ("upper_arm", "forearm", "hand"), ("thigh", "shin", "foot")
+
+
+def _role(roles: dict, role: str) -> str | None:
+    return next((name for name, r in roles.items() if r == role), None)
+
+
+def _reach(heads: np.ndarray, column: dict, source_roles: dict, target_roles: dict, target_heads: dict, side: str,
+           parts: tuple) -> np.ndarray | None:
+    """(frames, 3) from the top of a target limb (``parts``: its upper bone, its lower one and
+    its end, on ``side``) to its end: along the source's, as far as the target's two bones
+    reach when the joint between them (the knee, the elbow) bends as the source's. None when
+    either side lacks one of the three. The same bend whatever the two limbs' proportions."""
+    names_s = [_role(source_roles, f"{part}.{side}") for part in parts]
+    names_t = [_role(target_roles, f"{part}.{side}") for part in parts]
+    if None in names_s or None in names_t or not all(name in column for name in names_s):
+        return None
+    upper, lower, end = (heads[:, column[name]] for name in names_s)
+    a, b = alignment.normalized(lower - upper), alignment.normalized(end - lower)
+    la, lb = (float(np.linalg.norm(target_heads[names_t[n + 1]] - target_heads[names_t[n]])) for n in (0, 1))
+    cos = np.clip(np.einsum("fi,fi->f", a, b), -1.0, 1.0)
+    far = np.sqrt(np.maximum(la * la + lb * lb + 2.0 * la * lb * cos, 0.0))
+    return alignment.normalized(end - upper) * far[:, None]
+
+
+def _leg(retarget: Retarget, line: Line, heads: np.ndarray, column: dict, hips_place: np.ndarray,
+         target_heads: dict, target_roles: dict) -> np.ndarray | None:
+    """(frames, 3) where a foot whose control the hips do not carry (a generated Rigify rig's IK
+    foot) is in the lined-up pose: its hip where the hips' lined-up turn puts it, the leg
+    reaching from there as the source's (``_reach``). The hip is kept in ``retarget.heads``
+    (the feet's ease stays within its reach). None where the hips do not turn or a leg bone is
+    missing."""
+    hips = retarget.hips()
+    side = retarget.source_roles.get(line.source, "").rpartition(".")[2]
+    thigh = _role(target_roles, f"thigh.{side}")
+    if hips is None or not retarget.lines[hips].turn or thigh is None:
+        return None
+    reach = _reach(heads, column, retarget.source_roles, target_roles, target_heads, side, LEG)
+    if reach is None:
+        return None
+    name = retarget.lines[hips].target
+    rest = unit(retarget.rest[name][:3, :3])
+    hip = hips_place + retarget.turns[hips] @ (rest.T @ (target_heads[thigh] - target_heads[name]))
+    retarget.heads.setdefault(thigh, hip)
+    return hip + reach
 
 
 def _within_reach(retarget: Retarget, target_roles: dict) -> None:

@@ -31,6 +31,7 @@ class Plant:
     heel: bool = False  # the source's heel (its foot bone's head), not its toe
 
 
+PITCH = 0.9  # how far below its ankle a toe goes at most, in its distance from it, as the foot pitches down
 CONTACT_GAP = 0.25  # [s] the longest gap between a heel's plant and the toe's that follows it, bridged
 
 
@@ -175,7 +176,10 @@ def body_lift(retarget) -> np.ndarray | None:
     on the floor: on a frame with plants, the least any of them asks (a foot asking more bends
     its knee further rather than straightening the other), in between a straight line, held
     before the first and after the last. None without plants. The knees then bend as the
-    source's where the feet are planted, whatever the two bodies' proportions."""
+    source's where the feet are planted, whatever the two bodies' proportions. A planted toe
+    asks only what its foot cannot reach by pitching about its ankle (a source whose ankle
+    stands higher above its toe than the target's would otherwise bend both knees to put the
+    target's toe down)."""
     feet = foot_lines(retarget)
     count = len(retarget.frames)
     asked = np.full(count, np.inf)
@@ -185,7 +189,12 @@ def body_lift(retarget) -> np.ndarray | None:
             continue
         span = slice(plant.first, plant.last + 1)
         heights = retarget.places[i][span, 2] + (retarget.turns[i][span] @ plant.local)[:, 2]
-        asked[span] = np.minimum(asked[span], floor_height(retarget, plant) - heights)
+        floor_at = floor_height(retarget, plant)
+        ask = floor_at - heights
+        if not plant.heel:  # a toe above its floor comes down by the foot pitching about its ankle
+            lowest = retarget.places[i][span, 2] - PITCH * float(np.linalg.norm(plant.local))
+            ask = np.where(ask < 0.0, np.minimum(0.0, floor_at - lowest), ask)
+        asked[span] = np.minimum(asked[span], ask)
     known = np.isfinite(asked)
     if not known.any():
         return None
