@@ -339,6 +339,7 @@ def make(context, target, source, frames: list[int], scale: float, plants: bool)
         lift = np.mean(list(lifts.values()), axis=0) if lifts else np.zeros(len(frames))
     for place in (*retarget.places.values(), *retarget.heads.values()):
         place[:, 2] += lift  # the whole body alike, the lined-up pose kept
+    retarget_feet.pitch_toes(retarget, max(target.welman_ik.motion_falloff, 0))
     for plant in retarget.plants:  # on the target's floor, where the point is when its foot stands at rest
         plant.point = np.array([*plant.point[:2], retarget_feet.floor_height(retarget, plant)])
     retarget_feet.toes_from_heels(retarget.plants)

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ...core.anatomy import alignment
 from ...core.contacts import ease
 from . import contacts
 from .retarget_pose import measured_bone
@@ -176,10 +177,11 @@ def body_lift(retarget) -> np.ndarray | None:
     on the floor: on a frame with plants, the least any of them asks (a foot asking more bends
     its knee further rather than straightening the other), in between a straight line, held
     before the first and after the last. None without plants. The knees then bend as the
-    source's where the feet are planted, whatever the two bodies' proportions. A planted toe
-    asks only what its foot cannot reach by pitching about its ankle (a source whose ankle
-    stands higher above its toe than the target's would otherwise bend both knees to put the
-    target's toe down)."""
+    source's where the feet are planted, whatever the two bodies' proportions. Where the solve
+    keeps a foot planted at its toe alone at its lined-up ankle and pitches it (a rig whose
+    lined-up pose is not the solve's start, ``Retarget.goals``), the toe asks only what the foot
+    cannot reach by pitching about its ankle (a source whose ankle stands higher above its toe
+    than the target's would otherwise bend both knees to put the target's toe down)."""
     feet = foot_lines(retarget)
     count = len(retarget.frames)
     asked = np.full(count, np.inf)
@@ -191,7 +193,7 @@ def body_lift(retarget) -> np.ndarray | None:
         heights = retarget.places[i][span, 2] + (retarget.turns[i][span] @ plant.local)[:, 2]
         floor_at = floor_height(retarget, plant)
         ask = floor_at - heights
-        if not plant.heel:  # a toe above its floor comes down by the foot pitching about its ankle
+        if not plant.heel and not retarget.prefers_animated:  # its toe comes down by the foot pitching (``goals``)
             lowest = retarget.places[i][span, 2] - PITCH * float(np.linalg.norm(plant.local))
             ask = np.where(ask < 0.0, np.minimum(0.0, floor_at - lowest), ask)
         asked[span] = np.minimum(asked[span], ask)
@@ -200,6 +202,49 @@ def body_lift(retarget) -> np.ndarray | None:
         return None
     at = np.arange(count)
     return np.interp(at, at[known], asked[known])
+
+
+def pitch_toes(retarget, frames: int) -> None:
+    """Each foot planted at its toe alone turned down about its ankle, in its lined-up turn,
+    as far as its toe needs to stand on its floor where the lined-up (and lifted) ankle is: the
+    turn eased in and out over the ``frames`` around the plant (``core.contacts.ease``), and the
+    plant held where the turned toe then is (``under_the_source`` again). A source whose ankle
+    stands higher above its toe than the target's (a longer foot) lifts the target's toe off
+    its floor as it rolls onto it; a foot that pitched only when its plant began would snap."""
+    feet = foot_lines(retarget)
+    count = len(retarget.frames)
+    at = np.arange(count)
+    turned = False
+    for bone, i in feet.items():
+        pitch = np.zeros(count)
+        lateral = np.zeros((count, 3))
+        for plant in (p for p in retarget.plants if p.bone == bone and not p.heel):
+            span = slice(plant.first, plant.last + 1)
+            ankle, turn = retarget.places[i][span], retarget.turns[i][span]
+            toe = turn @ plant.local  # from the ankle
+            side = np.cross(toe, [0.0, 0.0, 1.0])
+            side /= np.maximum(np.linalg.norm(side, axis=1, keepdims=True), 1e-12)
+            # The toe turned by φ about ``side`` through the ankle: its height a sin φ + b cos φ
+            # (a: how far ahead of the ankle it is, b: how far above).
+            along = np.cross([0.0, 0.0, 1.0], side)
+            a, b = np.einsum("fi,fi->f", toe, along), toe[:, 2]
+            reach = np.maximum(np.hypot(a, b), 1e-12)
+            want = np.clip(floor_height(retarget, plant) - ankle[:, 2], -reach, reach)
+            phi = np.arcsin(want / reach) - np.arctan2(b, a)
+            phi = (phi + np.pi) % (2.0 * np.pi) - np.pi
+            needed = np.where(toe[:, 2] + ankle[:, 2] > floor_height(retarget, plant), phi, 0.0)
+            pitch[span], lateral[span] = needed, side
+            for edge, outside in ((plant.first, at < plant.first), (plant.last, at > plant.last)):
+                weight = np.where(outside, ease(np.abs(at - edge), frames), 0.0)
+                closer = outside & (np.abs(weight * needed[edge - plant.first]) > np.abs(pitch))
+                pitch[closer] = (weight * needed[edge - plant.first])[closer]
+                lateral[closer] = side[edge - plant.first]
+        moved = np.abs(pitch) > 1e-9
+        if moved.any():
+            turned = True
+            retarget.turns[i][moved] = alignment.along(lateral[moved], pitch[moved]) @ retarget.turns[i][moved]
+    if turned:
+        under_the_source(retarget)
 
 
 def toes_from_heels(plants: list[Plant]) -> None:

@@ -1,0 +1,96 @@
+"""A retarget's limbs bent as the source's whatever the two bodies' proportions and whatever
+bends them: a hand or foot reaches from its shoulder or hip as far as the target's own limb
+does with its elbow or knee bent as the source's (``retarget._reach``), and a limb the rig's
+own IK bends is twisted until it bends in the source's plane (``retarget_twist``), measured on
+the evaluated pose of a generated Rigify rig."""
+
+from __future__ import annotations
+
+import bpy
+import numpy as np
+import pytest
+import retarget_gates
+import scenes
+from conftest import import_clip
+from test_retarget import _curves
+
+from welman_ik.blender.bake import retarget, retarget_twist
+
+
+def _limb(bend: float, upper: float, lower: float, frames: int = 1, about: np.ndarray | None = None) -> np.ndarray:
+    """(frames, 3, 3) heads of a limb hanging down, its upper bone ``upper`` long, bent by
+    ``bend`` [rad] forward (toward -Y), turned about its own line (top to end) by ``about``
+    (frames,) [rad]."""
+    about = np.zeros(frames) if about is None else about
+    middle = np.array([0.0, 0.0, -upper])
+    end = middle + lower * np.array([0.0, -np.sin(bend), -np.cos(bend)])
+    heads = np.array([np.zeros(3), middle, end])
+    axis = end / np.linalg.norm(end)
+    out = []
+    for angle in about:  # Rodrigues' turn about the limb's line
+        k = np.array([[0, -axis[2], axis[1]], [axis[2], 0, -axis[0]], [-axis[1], axis[0], 0]])
+        turn = np.eye(3) + np.sin(angle) * k + (1 - np.cos(angle)) * k @ k
+        out.append(heads @ turn.T)
+    return np.array(out)
+
+
+@pytest.mark.parametrize("bend", [0.0, 0.3, 1.2, 2.0])
+def test_a_limb_reaches_as_far_as_the_targets_does_bent_as_the_sources(bend):
+    source = _limb(bend, 0.40, 0.45)
+    roles = {"a": "thigh.L", "b": "shin.L", "c": "foot.L"}
+    target_roles = {"x": "thigh.L", "y": "shin.L", "z": "foot.L"}
+    target_heads = {"x": np.zeros(3), "y": np.array([0.0, 0.0, -0.30]), "z": np.array([0.0, 0.0, -0.62])}
+    reach = retarget._reach(source, {"a": 0, "b": 1, "c": 2}, roles, target_roles, target_heads, "L", retarget.LEG)
+    # The target's own thigh and shin (0.30, 0.32) reach there only with the knee bent by ``bend``.
+    far = float(np.linalg.norm(reach[0]))
+    cos = (far * far - 0.30 ** 2 - 0.32 ** 2) / (2 * 0.30 * 0.32)
+    assert np.degrees(abs(np.arccos(np.clip(cos, -1, 1)) - bend)) < 1e-6
+    along = (source[0, 2] - source[0, 0]) / np.linalg.norm(source[0, 2] - source[0, 0])
+    assert np.allclose(reach[0] / far, along)
+
+
+def test_a_limb_without_its_bones_has_no_reach():
+    roles = {"a": "thigh.L", "c": "foot.L"}
+    assert retarget._reach(_limb(0.5, 0.4, 0.4), {"a": 0, "c": 2}, roles, {}, {}, "L", retarget.LEG) is None
+
+
+def test_the_twist_a_limb_misses_is_its_turn_about_its_line_from_the_sources_plane():
+    about = np.linspace(-2.5, 2.5, 9)
+    source = _limb(0.8, 0.3, 0.3, 9)
+    target = _limb(0.8, 0.3, 0.3, 9, about)
+    missed = retarget_twist._missed(target, source)
+    assert np.allclose(missed, -about, atol=1e-9)  # turned back by as much, either way
+
+
+def test_a_straight_limb_takes_its_twist_from_the_frames_around_it():
+    about = np.full(5, 0.5)
+    bends = np.array([0.8, 0.8, 0.0, 0.8, 0.8])
+    source = np.concatenate([_limb(b, 0.3, 0.3) for b in bends])
+    target = np.concatenate([_limb(b, 0.3, 0.3, 1, about[:1]) for b in bends])
+    assert np.allclose(retarget_twist._missed(target, source), -0.5)
+
+
+@pytest.mark.once
+def test_a_generated_rigify_rigs_knees_and_elbows_bend_in_the_sources_planes():
+    scenes.empty_scene()
+    source = import_clip("pymo_walk.bvh")
+    bpy.ops.object.mode_set(mode="OBJECT")
+    source.select_set(False)
+    target = scenes.generated_rigify()
+    bpy.ops.welman_ik.retarget_map_fill(source=source.name)
+    frames = list(range(1, 61))
+    assert bpy.ops.welman_ik.retarget(source=source.name, frame_start=frames[0], frame_end=frames[-1]) == {"FINISHED"}
+    cs, s = retarget_gates.joints(source, frames)
+    ct, t = retarget_gates.joints(target, frames)
+    for parts in (("thigh", "shin", "foot"), ("upper_arm", "forearm", "hand")):
+        for side in "LR":
+            bend_s, axis_s = retarget_gates._bend(cs, s, parts, side)
+            bend_t, axis_t = retarget_gates._bend(ct, t, parts, side)
+            both = (bend_s > 15) & (bend_t > 15)
+            assert both.sum() > 10
+            assert retarget_gates.angle(axis_s[both], axis_t[both]).max() <= 20.0, (parts, side)
+            if parts[0] == "thigh":  # the knee bent as the source's
+                assert np.abs(bend_s - bend_t).max() <= 10.0, side
+    # The twist goes on the IK chain's first control, a control like the others.
+    keyed = {c.data_path.split('"')[1] for c in _curves(target.animation_data.action)}
+    assert {"thigh_ik.L", "upper_arm_ik.R"} <= keyed
