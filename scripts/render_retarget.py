@@ -14,6 +14,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bpy
 import render
 import scenes
+from mathutils import Vector
 
 
 def pictures(blend: str, source: str, target: str, out: Path, frames, apart: float = 1.2,
@@ -38,7 +39,10 @@ def pictures(blend: str, source: str, target: str, out: Path, frames, apart: flo
             if obj.type == "CAMERA" or obj.name.startswith(("stand", "caption")):
                 bpy.data.objects.remove(obj)
         bpy.context.view_layer.update()
-        hips = tgt.matrix_world @ tgt.pose.bones[0].head if len(tgt.pose.bones) else tgt.location
+        # Under the body: the middle of its deforming bones' heads (a Rigify rig's first bone,
+        # its root, stays behind at the origin).
+        body = [pb for pb in tgt.pose.bones if pb.bone.use_deform] or list(tgt.pose.bones)
+        hips = tgt.matrix_world @ (sum((pb.head for pb in body), Vector()) / len(body)) if body else tgt.location
         floor = render.stand((hips.x, hips.y, 0.0), radius=0.6, height=0.02)
         text = [render.caption(f"{caption} frame {frame}".strip(), (hips.x + apart / 2, hips.y, 2.05))] if caption else []
         render.frame_camera(parts + [floor] + text, (0.0, 1.0, 0.0), resolution=(1200, 760), margin=1.2,

@@ -1,6 +1,6 @@
 """A retarget's limbs bent as the source's whatever the two bodies' proportions and whatever
 bends them: a hand or foot reaches from its shoulder or hip as far as the target's own limb
-does with its elbow or knee bent as the source's (``retarget._reach``), and a limb the rig's
+does with its elbow or knee bent as the source's (``retarget_limbs.reach``), and a limb the rig's
 own IK bends is twisted until it bends in the source's plane (``retarget_twist``), measured on
 the evaluated pose of a generated Rigify rig."""
 
@@ -14,7 +14,7 @@ import scenes
 from conftest import import_clip
 from test_retarget import _curves
 
-from welman_ik.blender.bake import retarget, retarget_twist
+from welman_ik.blender.bake import retarget_limbs, retarget_twist
 
 
 def _limb(bend: float, upper: float, lower: float, frames: int = 1, about: np.ndarray | None = None) -> np.ndarray:
@@ -40,7 +40,7 @@ def test_a_limb_reaches_as_far_as_the_targets_does_bent_as_the_sources(bend):
     roles = {"a": "thigh.L", "b": "shin.L", "c": "foot.L"}
     target_roles = {"x": "thigh.L", "y": "shin.L", "z": "foot.L"}
     target_heads = {"x": np.zeros(3), "y": np.array([0.0, 0.0, -0.30]), "z": np.array([0.0, 0.0, -0.62])}
-    reach = retarget._reach(source, {"a": 0, "b": 1, "c": 2}, roles, target_roles, target_heads, "L", retarget.LEG)
+    reach = retarget_limbs.reach(source, {"a": 0, "b": 1, "c": 2}, roles, target_roles, target_heads, "L", retarget_limbs.LEG)
     # The target's own thigh and shin (0.30, 0.32) reach there only with the knee bent by ``bend``.
     far = float(np.linalg.norm(reach[0]))
     cos = (far * far - 0.30 ** 2 - 0.32 ** 2) / (2 * 0.30 * 0.32)
@@ -51,7 +51,7 @@ def test_a_limb_reaches_as_far_as_the_targets_does_bent_as_the_sources(bend):
 
 def test_a_limb_without_its_bones_has_no_reach():
     roles = {"a": "thigh.L", "c": "foot.L"}
-    assert retarget._reach(_limb(0.5, 0.4, 0.4), {"a": 0, "c": 2}, roles, {}, {}, "L", retarget.LEG) is None
+    assert retarget_limbs.reach(_limb(0.5, 0.4, 0.4), {"a": 0, "c": 2}, roles, {}, {}, "L", retarget_limbs.LEG) is None
 
 
 def test_the_twist_a_limb_misses_is_its_turn_about_its_line_from_the_sources_plane():

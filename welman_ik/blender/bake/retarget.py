@@ -35,12 +35,12 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ...core import FloorGoal, OrientationGoal, PositionGoal, TogetherGoal
-from ...core.anatomy import alignment
 from ...core.anatomy.retarget import retarget_roles
 from ..rig.body import pose_matrices, rest_ends, rest_matrices
 from ..rig.model import RigError, chain_to_root
 from ..rig.retarget_map import bone_tree
 from . import contacts, retarget_feet, retarget_pose, retarget_twist
+from . import retarget_limbs as limbs
 from .retarget_feet import Plant, unit
 
 PLANTS, ENDS, LINED = 0, 1, 2  # the goals' priorities (the lined-up pose below them, as the preferred pose)
@@ -258,7 +258,7 @@ def make(context, target, source, frames: list[int], scale: float, plants: bool)
     retarget.prefers_animated = all(retarget_pose.measured_bone(target, line.target) == line.target for line in lines)
     retarget.source_roles = source_roles
     retarget.twists = retarget_twist.limbs(target, lines, source_roles, target_roles)
-    anchors = _anchors(target, source, lines, source_roles, target_roles)
+    anchors = limbs.anchors(target, source, lines, source_roles, target_roles)
     legs = {line.source: contacts.leg_of(source, line.source, source_roles)
             for line in lines if plants and line.group == "feet" and line.place}
     body_s, body_t = retarget_pose.body_bones(source_roles), retarget_pose.body_bones(target_roles)
@@ -305,7 +305,7 @@ def make(context, target, source, frames: list[int], scale: float, plants: bool)
                 retarget.offsets[i] = lined.offsets[line.target] - lined.offsets[base]
             continue
         if line.group == "feet" and hips_path is not None:
-            leg = _leg(retarget, line, heads, column, hips_path[0], target_heads, target_roles)
+            leg = limbs.leg(retarget, line, heads, column, hips_path[0], target_heads, target_roles)
             if leg is not None:  # from its own hip, the knee bent as the source's
                 retarget.places[i] = leg
                 continue
@@ -319,7 +319,7 @@ def make(context, target, source, frames: list[int], scale: float, plants: bool)
             continue
         shoulder = heads[:, column[start]]
         side = source_roles.get(line.source, "").rpartition(".")[2]
-        reach = _reach(heads, column, source_roles, target_roles, target_heads, side, ARM)
+        reach = limbs.reach(heads, column, source_roles, target_roles, target_heads, side, limbs.ARM)
         if reach is None:
             reach = scale * (heads[:, k] - shoulder)
         retarget.places[i] = hips_path[0] + trunk * (shoulder - hips_path[1]) + reach
@@ -328,7 +328,7 @@ def make(context, target, source, frames: list[int], scale: float, plants: bool)
         # the source's.
         line.base = base
         retarget.offsets[i] = reach
-    _within_reach(retarget, target_roles)
+    limbs.within_reach(retarget, target_roles)
     if plants:
         retarget.plants = retarget_feet.plants(context, retarget, legs, column, posed, lambda points: scaled(points) + shift)
         retarget_feet.under_the_source(retarget)
@@ -346,125 +346,6 @@ def make(context, target, source, frames: list[int], scale: float, plants: bool)
     retarget_feet.above_floor(retarget)
     retarget.floors = retarget_feet.floor_points(retarget)
     return retarget
-
-
-ARM, LEG = ("upper_arm", "forearm", "hand"), ("thigh", "shin", "foot")
-
-
-def _role(roles: dict, role: str) -> str | None:
-    return next((name for name, r in roles.items() if r == role), None)
-
-
-def _reach(heads: np.ndarray, column: dict, source_roles: dict, target_roles: dict, target_heads: dict, side: str,
-           parts: tuple) -> np.ndarray | None:
-    """(frames, 3) from the top of a target limb (``parts``: its upper bone, its lower one and
-    its end, on ``side``) to its end: along the source's, as far as the target's two bones
-    reach when the joint between them (the knee, the elbow) bends as the source's. None when
-    either side lacks one of the three. The same bend whatever the two limbs' proportions."""
-    names_s = [_role(source_roles, f"{part}.{side}") for part in parts]
-    names_t = [_role(target_roles, f"{part}.{side}") for part in parts]
-    if None in names_s or None in names_t or not all(name in column for name in names_s):
-        return None
-    upper, lower, end = (heads[:, column[name]] for name in names_s)
-    a, b = alignment.normalized(lower - upper), alignment.normalized(end - lower)
-    la, lb = (float(np.linalg.norm(target_heads[names_t[n + 1]] - target_heads[names_t[n]])) for n in (0, 1))
-    cos = np.clip(np.einsum("fi,fi->f", a, b), -1.0, 1.0)
-    far = np.sqrt(np.maximum(la * la + lb * lb + 2.0 * la * lb * cos, 0.0))
-    return alignment.normalized(end - upper) * far[:, None]
-
-
-def _leg(retarget: Retarget, line: Line, heads: np.ndarray, column: dict, hips_place: np.ndarray,
-         target_heads: dict, target_roles: dict) -> np.ndarray | None:
-    """(frames, 3) where a foot whose control the hips do not carry (a generated Rigify rig's IK
-    foot) is in the lined-up pose: its hip where the hips' lined-up turn puts it, the leg
-    reaching from there as the source's (``_reach``). The hip is kept in ``retarget.heads``
-    (the feet's ease stays within its reach). None where the hips do not turn or a leg bone is
-    missing."""
-    hips = retarget.hips()
-    side = retarget.source_roles.get(line.source, "").rpartition(".")[2]
-    thigh = _role(target_roles, f"thigh.{side}")
-    if hips is None or not retarget.lines[hips].turn or thigh is None:
-        return None
-    reach = _reach(heads, column, retarget.source_roles, target_roles, target_heads, side, LEG)
-    if reach is None:
-        return None
-    name = retarget.lines[hips].target
-    rest = unit(retarget.rest[name][:3, :3])
-    hip = hips_place + retarget.turns[hips] @ (rest.T @ (target_heads[thigh] - target_heads[name]))
-    retarget.heads.setdefault(thigh, hip)
-    return hip + reach
-
-
-def _within_reach(retarget: Retarget, target_roles: dict) -> None:
-    """Each hand held from its shoulder no further than the target's arm reaches (its upper
-    arm's and forearm's lengths, less a hair): a hand asked past it would stretch a rig whose
-    IK stretches, or lock the elbow straight."""
-    scale = np.cbrt(abs(np.linalg.det(np.array(retarget.target.matrix_world, dtype=float)[:3, :3])))
-    bones = retarget.target.data.bones
-    for i, line in enumerate(retarget.lines):
-        side = retarget.source_roles.get(line.source, "").rpartition(".")[2]
-        if i not in retarget.offsets or line.group != "hands" or side not in ("L", "R"):
-            continue
-        arm = [next((n for n, r in target_roles.items() if r == f"{part}.{side}"), None)
-               for part in ("upper_arm", "forearm")]
-        if None in arm:
-            continue
-        reach = 0.995 * scale * sum(bones[n].length for n in arm)
-        offset = retarget.offsets[i]
-        far = np.linalg.norm(offset, axis=1)
-        retarget.offsets[i] = offset * np.minimum(1.0, reach / np.maximum(far, 1e-12))[:, None]
-
-
-def _chain_length(ends: dict, parents: dict, bone: str, top: str) -> float:
-    """The length of the chain of joints from ``bone``'s head up to ``top``'s (the sum of each
-    joint's distance from its parent's, the same in any rest); 0 when ``top`` is not above."""
-    length, name = 0.0, bone
-    while name != top:
-        parent = parents.get(name)
-        if parent is None:
-            return 0.0
-        length += float(np.linalg.norm(ends[name] - ends[parent]))
-        name = parent
-    return length
-
-
-def _anchors(target, source, lines: list[Line], source_roles: dict, target_roles: dict
-             ) -> dict[str, tuple[str | None, float, str]]:
-    """Per placed end of the source (a hand, the head): the source bone its limb starts at (the
-    upper arm for a hand; None for the head) and how many times longer the target's trunk is
-    from the hips to there (to the head itself for the head), along its joints; and the target
-    bone the limb starts at ('' for the head)."""
-    hips = next((line for line in lines if line.group == "hips"), None)
-    if hips is None:
-        return {}
-    sides = {}
-    for obj in (target, source):
-        names, parents = bone_tree(obj)
-        sides[obj.name] = (dict(zip(names, rest_ends(obj, world=True)[:, 0])), parents)
-
-    def first(roles: dict, role: str) -> str | None:
-        return next((n for n, r in roles.items() if r == role), None)
-
-    out = {}
-    for line in lines:
-        if not line.place or line.group not in {"hands", "head"}:
-            continue
-        role = source_roles.get(line.source, "")
-        start_s = start_t = None
-        if line.group == "hands":
-            side = role.rpartition(".")[2]
-            start_s, start_t = first(source_roles, f"upper_arm.{side}"), first(target_roles, f"upper_arm.{side}")
-        if line.group == "hands" and (start_s is None or start_t is None):
-            continue
-        reach_s = _chain_length(*sides[source.name], start_s or line.source, hips.source)
-        reach_t = _chain_length(*sides[target.name], start_t or line.target, hips.target)
-        if reach_s <= 0.0 or reach_t <= 0.0:  # not on one chain (a Rigify control): straight across
-            reach_s = float(np.linalg.norm(sides[source.name][0][start_s or line.source]
-                                           - sides[source.name][0][hips.source]))
-            reach_t = float(np.linalg.norm(sides[target.name][0][start_t or line.target]
-                                           - sides[target.name][0][hips.target]))
-        out[line.source] = (start_s, reach_t / max(reach_s, 1e-9), start_t or "")
-    return out
 
 
 def check_lines(target, source) -> None:

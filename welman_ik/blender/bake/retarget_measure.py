@@ -87,15 +87,16 @@ def worst(retarget: Retarget, found_errors: list) -> list[GroupMiss]:
     return [largest[g] for g in GROUPS if g in largest]
 
 
-def missed_frames(retarget: Retarget, tolerance: float, frames: list[int] | None = None) -> list[int]:
-    """The frames on which a plant, the hips or a placed end misses by more than ``tolerance``
-    on the evaluated pose (the orientations below them are not counted)."""
+def missed_frames(retarget: Retarget, tolerance: float, frames: list[int] | None = None) -> dict[int, float]:
+    """frame -> its largest miss [m], for the frames on which a plant, the hips or a placed end
+    misses by more than ``tolerance`` on the evaluated pose (the orientations below them are
+    not counted)."""
     frames = retarget.frames if frames is None else frames
     worst = np.zeros(len(frames))
     for group, _, found in errors(retarget, frames):
         if group not in ANGLE_GROUPS:
             worst = np.maximum(worst, found)
-    return [f for f, w in zip(frames, worst) if w > tolerance]
+    return {f: float(w) for f, w in zip(frames, worst) if w > tolerance}
 
 
 def describe(scene, misses: list[GroupMiss], length_text) -> str:

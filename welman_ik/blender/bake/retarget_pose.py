@@ -19,7 +19,9 @@ from ..rig.model import chain_to_root
 from ..rig.retarget_map import bone_tree
 
 CHANNELS = ("location", "rotation_quaternion", "rotation_euler", "rotation_axis_angle", "scale")
-_LOWER = {"thigh": "shin", "upper_arm": "forearm"}  # an upper limb bone's role -> its lower one's
+_LOWER = {"thigh": "shin", "upper_arm": "forearm"}
+TRUNK = ("spine", "chest", "neck", "head", "clavicle")  # the roles of the trunk's joints
+ACROSS = np.radians(45.0)  # a bone further than this off the joints it carries lies across them  # an upper limb bone's role -> its lower one's
 
 
 class LinedUp(NamedTuple):
@@ -41,11 +43,12 @@ def measured_bone(obj, name: str) -> str:
     return deforming if deforming in obj.data.bones and deforming != name else name
 
 
-def carried_by(target, names: list[str]) -> dict[str, set[str]]:
-    """name -> the others of ``names`` that turn it when they turn, as Blender evaluates the rig
-    (constraints and drivers included: a generated Rigify rig's shoulders follow its chest
-    control though their parents lead to its torso). Each bone is turned a little in turn, the
-    pose evaluated, and put back as it was."""
+def carried_by(target, names: list[str]) -> tuple[dict[str, set[str]], dict[str, set[str]]]:
+    """(turned, moved): name -> the others of ``names`` that turn it when they turn, and name ->
+    those that move its head, as Blender evaluates the rig (constraints and drivers included:
+    a generated Rigify rig's shoulders follow its chest control though their parents lead to
+    its torso, and its head goes where its chest puts its neck though it keeps its own turn).
+    Each bone is turned a little in turn, the pose evaluated, and put back as it was."""
     import bpy
     from mathutils import Matrix
 
@@ -54,29 +57,34 @@ def carried_by(target, names: list[str]) -> dict[str, set[str]]:
     rows = [index[n] for n in names]
     flat = np.empty(len(pose_bones) * 16, np.float32)
 
-    def read() -> np.ndarray:
+    def read() -> tuple[np.ndarray, np.ndarray]:
         bpy.context.view_layer.update()
         pose_bones.foreach_get("matrix", flat)
-        m = flat.reshape(-1, 4, 4)[rows]
-        return m[:, :3, :3] / np.linalg.norm(m[:, :3, :3], axis=1, keepdims=True)
+        m = flat.reshape(-1, 4, 4)[rows]  # (column by column: the head is the last row)
+        return m[:, :3, :3] / np.linalg.norm(m[:, :3, :3], axis=1, keepdims=True), m[:, 3, :3].astype(float)
 
-    before = read()
-    out: dict[str, set[str]] = {name: set() for name in names}
+    before, heads = read()
+    reach = max(float(np.ptp(heads, axis=0).max()), 1e-6) if len(heads) else 1.0
+    turned: dict[str, set[str]] = {name: set() for name in names}
+    moved: dict[str, set[str]] = {name: set() for name in names}
     for k, name in enumerate(names):
         pb = pose_bones[name]
         kept = [(path, tuple(getattr(pb, path))) for path in CHANNELS]  # exactly as they were
         pb.matrix_basis = pb.matrix_basis @ Matrix.Rotation(0.3, 4, "X") @ Matrix.Rotation(0.3, 4, "Z")
         try:
-            turned = read()
+            after, placed = read()
         finally:
             for path, values in kept:
                 setattr(pb, path, values)
-        moved = alignment.rotation_angles(np.swapaxes(before, -1, -2) @ turned) > 1e-3
-        for j in np.flatnonzero(moved):
-            if j != k:
-                out[names[j]].add(name)
+        turns = alignment.rotation_angles(np.swapaxes(before, -1, -2) @ after) > 1e-3
+        goes = np.linalg.norm(placed - heads, axis=1) > 1e-4 * reach
+        for j in range(len(names)):
+            if j != k and turns[j]:
+                turned[names[j]].add(name)
+            if j != k and goes[j]:
+                moved[names[j]].add(name)
     read()
-    return out
+    return turned, moved
 
 
 def body_bones(roles: dict) -> tuple[str, str, str]:
@@ -111,6 +119,27 @@ def _flat_foot(source: np.ndarray, ankle: np.ndarray, toe: np.ndarray, rest: np.
     return source @ np.swapaxes(source[flat], -1, -2) @ lined
 
 
+def _across(lined: np.ndarray, n: int, kids: list, rest: np.ndarray, segments_t: np.ndarray,
+            segments_s: np.ndarray) -> None:
+    """The lined-up turn of a bone lying across the joints it carries (a Rigify chest control,
+    under the shoulders) made whole from them, where two of them point apart (the clavicles): the
+    frame of (the line between their directions, its way to them) on the source turned onto the
+    target's. A way alone leaves its turn about the way to the source's own bone, whose axes say
+    nothing of the target's. ``rest``: the bone's rest rotation; ``segments_*``: every lined bone's
+    way, the target's (rest) and the source's."""
+    ways_t = alignment.normalized(segments_t[kids])
+    cos = ways_t @ ways_t.T
+    a, b = np.unravel_index(int(np.argmin(cos)), cos.shape)
+    side_t = ways_t[a] - ways_t[b]
+    if np.linalg.norm(side_t) < 1.0 or abs(np.dot(alignment.normalized(side_t),
+                                                  alignment.normalized(segments_t[n]))) > np.cos(np.radians(60.0)):
+        return  # they do not point apart across its way
+    ways_s = alignment.normalized(segments_s[:, kids])
+    frame_t = alignment.frames_from(side_t, segments_t[n])
+    frame_s = alignment.frames_from(ways_s[:, a] - ways_s[:, b], segments_s[:, n])
+    lined[:, n] = frame_s @ frame_t.T @ rest
+
+
 def line_up(retarget, target_heads: dict, heads: np.ndarray, rotations: np.ndarray, column: dict,
             body_s: tuple, body_t: tuple) -> LinedUp:
     """The lined-up pose of ``retarget``'s turned lines. ``target_heads``: every target bone's
@@ -122,7 +151,7 @@ def line_up(retarget, target_heads: dict, heads: np.ndarray, rotations: np.ndarr
     for i, line in enumerate(lines):  # each target bone once, parents first
         if line.turn and line.target not in turned:
             turned[line.target] = i
-    movers = carried_by(retarget.target, list(turned))
+    movers, placers = carried_by(retarget.target, list(turned))
     order = sorted(turned.values(), key=lambda i: (len(movers[lines[i].target]),
                                                     len(chain_to_root(pose_bones[lines[i].target]))))
     names = [lines[i].target for i in order]
@@ -139,6 +168,8 @@ def line_up(retarget, target_heads: dict, heads: np.ndarray, rotations: np.ndarr
     segments_t = rest[:, :, 1].copy()  # along each bone, unless it leads to one paired joint
     segments_s = source[..., :, 1].copy()
     target = retarget.target
+    roles = retarget_roles(*bone_tree(retarget.source))[1]
+    across = {}  # a bone lying across the joints it carries -> those joints (``children`` of it)
     for n, i in enumerate(order):
         kids = [m for m in children[n] if lines[order[m]].source != lines[i].source]
         twin = measured_bone(target, names[n])
@@ -150,6 +181,15 @@ def line_up(retarget, target_heads: dict, heads: np.ndarray, rotations: np.ndarr
             child = lines[order[kids[0]]]
             segments_t[n] = target_heads[child.target] - target_heads[lines[i].target]
             segments_s[:, n] = heads[:, column[child.source]] - heads[:, column[lines[i].source]]
+        trunk = [m for m in kids if roles.get(lines[order[m]].source, "").startswith(TRUNK)]
+        if len(kids) != 1 and trunk:  # toward the middle of the trunk's joints it carries, lying across them (a Rigify chest)
+            kids = trunk
+            toward = np.mean([target_heads[lines[order[m]].target] for m in kids], axis=0) - target_heads[names[n]]
+            if np.dot(alignment.normalized(segments_t[n]), alignment.normalized(toward)) < np.cos(ACROSS):
+                segments_t[n] = toward
+                segments_s[:, n] = (np.mean([heads[:, column[lines[order[m]].source]] for m in kids], axis=0)
+                                    - heads[:, column[lines[i].source]])
+                across[n] = kids
     hips = retarget.hips()
     hips_source = lines[hips].source if hips is not None else None
     swung = np.array([lines[i].source != hips_source for i in order])
@@ -159,7 +199,6 @@ def line_up(retarget, target_heads: dict, heads: np.ndarray, rotations: np.ndarr
     else:  # no body to read: the two rests are taken to face alike
         frame_s, frame_t = np.broadcast_to(np.eye(3), (len(heads), 3, 3)), np.eye(3)
     reference = alignment.reference_frame(segments_s[:, swung], segments_t[swung], frame_s, frame_t)
-    roles = retarget_roles(*bone_tree(retarget.source))[1]
     hinges = {}
     for n, i in enumerate(order):
         part, _, side = roles.get(lines[i].source, "").partition(".")
@@ -176,12 +215,17 @@ def line_up(retarget, target_heads: dict, heads: np.ndarray, rotations: np.ndarr
         if roles.get(lines[i].source, "").startswith("foot."):
             lined[:, n] = _flat_foot(source[:, n], heads[:, column[lines[i].source]], segments_s[:, n], rest[n],
                                      segments_t[n])
+    for n, kids in across.items():
+        _across(lined, n, kids, rest[n], segments_t, segments_s)
     turns = {j: lined[:, place[line.target]] for j, line in enumerate(lines) if line.turn}
-    # Forward kinematics from the hips: each head where its carrier's turn puts its rest offset.
+    # Forward kinematics from the hips: each head where the turn of the nearest bone that moves
+    # it puts its rest offset (its carrier, or a bone that moves it without turning it: a
+    # Rigify head's chest).
     offsets = {}
     hips_target = lines[hips].target if hips is not None else None
     for n, name in enumerate(names):
-        c = int(carriers[n])
+        near = [m for m in placers[name] if m in place]
+        c = place[max(near, key=lambda m: (len(placers[m]), place[m]))] if near else -1
         if name == hips_target:
             offsets[name] = np.zeros((len(heads), 3))
         elif c >= 0 and names[c] in offsets:

@@ -19,7 +19,7 @@ from .retarget_pose import measured_bone
 TWIST_CONTROLS = {"hand_ik": "upper_arm_ik", "foot_ik": "thigh_ik"}
 PARTS = {"hand_ik": ("upper_arm", "forearm", "hand"), "foot_ik": ("thigh", "shin", "foot")}
 BENT = np.radians(10.0)  # a limb straighter than this has no plane to follow
-PASSES = 2  # each measured on the evaluated pose, the twist corrected by what it misses
+PASSES = 1  # measured on the evaluated pose, the twist corrected by what it misses (it turns the plane as much)
 
 
 class Limb(NamedTuple):
