@@ -71,7 +71,7 @@ def test_a_straight_limb_takes_its_twist_from_the_frames_around_it():
 
 
 @pytest.mark.once
-def test_a_generated_rigify_rigs_knees_and_elbows_bend_in_the_sources_planes():
+def test_a_generated_rigify_rig_upright_its_knees_and_elbows_bent_in_the_sources_planes():
     scenes.empty_scene()
     source = import_clip("pymo_walk.bvh")
     bpy.ops.object.mode_set(mode="OBJECT")
@@ -91,6 +91,12 @@ def test_a_generated_rigify_rigs_knees_and_elbows_bend_in_the_sources_planes():
             assert retarget_gates.angle(axis_s[both], axis_t[both]).max() <= 20.0, (parts, side)
             if parts[0] == "thigh":  # the knee bent as the source's
                 assert np.abs(bend_s - bend_t).max() <= 10.0, side
+    # Upright: the shoulder line faces as the source's, seen from above.
+    def facing(c, x):
+        v = x[:, c["upper_arm.L"]] - x[:, c["upper_arm.R"]]
+        return np.arctan2(v[:, 1], v[:, 0])
+
+    assert np.degrees(np.abs(np.angle(np.exp(1j * (facing(cs, s) - facing(ct, t)))))).max() <= 15.0
     # The twist goes on the IK chain's first control, a control like the others.
     keyed = {c.data_path.split('"')[1] for c in _curves(target.animation_data.action)}
     assert {"thigh_ik.L", "upper_arm_ik.R"} <= keyed

@@ -130,7 +130,18 @@ class Retarget:
         """The bones the solve may move: every bone but the parentless ones the map leaves
         alone (a generated Rigify rig's 'root' stays where it is)."""
         mapped = {line.target for line in self.lines}
-        return [pb.name for pb in self.target.pose.bones if pb.parent is not None or pb.name in mapped]
+        kept = self.kept()
+        return [pb.name for pb in self.target.pose.bones
+                if (pb.parent is not None or pb.name in mapped) and pb.name not in kept]
+
+    def kept(self) -> set[str]:
+        """The trunk's turned-only bones kept as lined up, on a rig whose lined-up pose is not the
+        solve's start (a generated Rigify rig's hips, chest and shoulders, which its constraints
+        carry otherwise than their parents say): keyed as the source turns them, they hold
+        there as Blender evaluates them, and the IK corrects with the rest."""
+        if self.prefers_animated:
+            return set()
+        return {line.target for line in self.lines if line.turn and not line.place and line.trunk}
 
     def translating(self) -> frozenset[str]:
         """The mapped bones that follow a place and can move by their location (not connected,
@@ -192,8 +203,9 @@ class Retarget:
             plant = self.plants[k]
             joint = model.bones[plant.bone].frame_joint
             out.append(PositionGoal(joint, self._local(tree, plant.bone, plant.local), plant.point, priority=PLANTS))
+        kept = self.kept()
         for i, line in enumerate(self.lines):
-            if line.weight <= 0.0 or line.target in turned:
+            if line.weight <= 0.0 or line.target in turned or line.target in kept:
                 continue
             joint, local = tree.anchor(line.target, 0.0)
             place = line.place and (line.target not in placed or line.target in pitched)
