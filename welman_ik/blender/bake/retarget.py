@@ -135,13 +135,16 @@ class Retarget:
                 if (pb.parent is not None or pb.name in mapped) and pb.name not in kept]
 
     def kept(self) -> set[str]:
-        """The trunk's turned-only bones kept as lined up, on a rig whose lined-up pose is not the
-        solve's start (a generated Rigify rig's hips, chest and shoulders, which its constraints
-        carry otherwise than their parents say): keyed as the source turns them, they hold
-        there as Blender evaluates them, and the IK corrects with the rest."""
+        """The trunk's turned-only bones, and a head placed by the trunk below it, kept as lined
+        up on a rig whose lined-up pose is not the solve's start (a generated Rigify rig's hips
+        and its chest, shoulders and head, which its constraints carry otherwise than their
+        parents say): keyed as the source turns them, they hold there as Blender evaluates
+        them, and the IK corrects with the rest."""
         if self.prefers_animated:
             return set()
-        return {line.target for line in self.lines if line.turn and not line.place and line.trunk}
+        translating = self.translating()
+        return {line.target for line in self.lines if line.turn and line.group != "hips"
+                and (line.trunk and not line.place or line.group == "head" and line.target not in translating)}
 
     def translating(self) -> frozenset[str]:
         """The mapped bones that follow a place and can move by their location (not connected,
