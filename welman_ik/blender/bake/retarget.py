@@ -31,6 +31,7 @@ bone's rest.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 
@@ -130,21 +131,21 @@ class Retarget:
         """The bones the solve may move: every bone but the parentless ones the map leaves
         alone (a generated Rigify rig's 'root' stays where it is)."""
         mapped = {line.target for line in self.lines}
-        kept = self.kept()
         return [pb.name for pb in self.target.pose.bones
-                if (pb.parent is not None or pb.name in mapped) and pb.name not in kept]
+                if (pb.parent is not None or pb.name in mapped) and pb.name not in self.kept]
 
-    def kept(self) -> set[str]:
+    @cached_property
+    def kept(self) -> frozenset[str]:
         """The trunk's turned-only bones, and a head placed by the trunk below it, kept as lined
         up on a rig whose lined-up pose is not the solve's start (a generated Rigify rig's hips
         and its chest, shoulders and head, which its constraints carry otherwise than their
         parents say): keyed as the source turns them, they hold there as Blender evaluates
         them, and the IK corrects with the rest."""
         if self.prefers_animated:
-            return set()
+            return frozenset()
         translating = self.translating()
-        return {line.target for line in self.lines if line.turn and line.group != "hips"
-                and (line.trunk and not line.place or line.group == "head" and line.target not in translating)}
+        return frozenset({line.target for line in self.lines if line.turn and line.group != "hips"
+                and (line.trunk and not line.place or line.group == "head" and line.target not in translating)})
 
     def translating(self) -> frozenset[str]:
         """The mapped bones that follow a place and can move by their location (not connected,
@@ -206,7 +207,7 @@ class Retarget:
             plant = self.plants[k]
             joint = model.bones[plant.bone].frame_joint
             out.append(PositionGoal(joint, self._local(tree, plant.bone, plant.local), plant.point, priority=PLANTS))
-        kept = self.kept()
+        kept = self.kept  # (worked out once, on the first frame: the map and the rig are set by then)
         for i, line in enumerate(self.lines):
             if line.weight <= 0.0 or line.target in turned or line.target in kept:
                 continue

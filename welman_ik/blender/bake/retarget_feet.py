@@ -229,10 +229,11 @@ def pitch_toes(retarget, frames: int) -> None:
             along = np.cross([0.0, 0.0, 1.0], side)
             a, b = np.einsum("fi,fi->f", toe, along), toe[:, 2]
             reach = np.maximum(np.hypot(a, b), 1e-12)
-            want = np.clip(floor_height(retarget, plant) - ankle[:, 2], -reach, reach)
+            floor_at = floor_height(retarget, plant)
+            want = np.clip(floor_at - ankle[:, 2], -reach, reach)
             phi = np.arcsin(want / reach) - np.arctan2(b, a)
             phi = (phi + np.pi) % (2.0 * np.pi) - np.pi
-            needed = np.where(toe[:, 2] + ankle[:, 2] > floor_height(retarget, plant), phi, 0.0)
+            needed = np.where(toe[:, 2] + ankle[:, 2] > floor_at, phi, 0.0)
             pitch[span], lateral[span] = needed, side
             for edge, outside in ((plant.first, at < plant.first), (plant.last, at > plant.last)):
                 weight = np.where(outside, ease(np.abs(at - edge), frames), 0.0)

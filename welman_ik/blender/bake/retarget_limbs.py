@@ -22,7 +22,8 @@ if TYPE_CHECKING:
 ARM, LEG = ("upper_arm", "forearm", "hand"), ("thigh", "shin", "foot")
 
 
-def _role(roles: dict, role: str) -> str | None:
+def role_bone(roles: dict, role: str) -> str | None:
+    """The first bone of ``roles`` (bone -> role) with ``role``; None when it has none."""
     return next((name for name, r in roles.items() if r == role), None)
 
 
@@ -32,8 +33,8 @@ def reach(heads: np.ndarray, column: dict, source_roles: dict, target_roles: dic
     its end, on ``side``) to its end: along the source's, as far as the target's two bones
     reach when the joint between them (the knee, the elbow) bends as the source's. None when
     either side lacks one of the three. The same bend whatever the two limbs' proportions."""
-    names_s = [_role(source_roles, f"{part}.{side}") for part in parts]
-    names_t = [_role(target_roles, f"{part}.{side}") for part in parts]
+    names_s = [role_bone(source_roles, f"{part}.{side}") for part in parts]
+    names_t = [role_bone(target_roles, f"{part}.{side}") for part in parts]
     if None in names_s or None in names_t or not all(name in column for name in names_s):
         return None
     upper, lower, end = (heads[:, column[name]] for name in names_s)
@@ -53,7 +54,7 @@ def leg(retarget: Retarget, line: Line, heads: np.ndarray, column: dict, hips_pl
     missing."""
     hips = retarget.hips()
     side = retarget.source_roles.get(line.source, "").rpartition(".")[2]
-    thigh = _role(target_roles, f"thigh.{side}")
+    thigh = role_bone(target_roles, f"thigh.{side}")
     if hips is None or not retarget.lines[hips].turn or thigh is None:
         return None
     way = reach(heads, column, retarget.source_roles, target_roles, target_heads, side, LEG)
@@ -76,8 +77,7 @@ def within_reach(retarget: Retarget, target_roles: dict) -> None:
         side = retarget.source_roles.get(line.source, "").rpartition(".")[2]
         if i not in retarget.offsets or line.group != "hands" or side not in ("L", "R"):
             continue
-        arm = [next((n for n, r in target_roles.items() if r == f"{part}.{side}"), None)
-               for part in ("upper_arm", "forearm")]
+        arm = [role_bone(target_roles, f"{part}.{side}") for part in ("upper_arm", "forearm")]
         if None in arm:
             continue
         reach = 0.995 * scale * sum(bones[n].length for n in arm)
@@ -113,9 +113,6 @@ def anchors(target, source, lines: list[Line], source_roles: dict, target_roles:
         names, parents = bone_tree(obj)
         sides[obj.name] = (dict(zip(names, rest_ends(obj, world=True)[:, 0])), parents)
 
-    def first(roles: dict, role: str) -> str | None:
-        return next((n for n, r in roles.items() if r == role), None)
-
     out = {}
     for line in lines:
         if not line.place or line.group not in {"hands", "head"}:
@@ -124,7 +121,7 @@ def anchors(target, source, lines: list[Line], source_roles: dict, target_roles:
         start_s = start_t = None
         if line.group == "hands":
             side = role.rpartition(".")[2]
-            start_s, start_t = first(source_roles, f"upper_arm.{side}"), first(target_roles, f"upper_arm.{side}")
+            start_s, start_t = role_bone(source_roles, f"upper_arm.{side}"), role_bone(target_roles, f"upper_arm.{side}")
         if line.group == "hands" and (start_s is None or start_t is None):
             continue
         reach_s = _chain_length(*sides[source.name], start_s or line.source, hips.source)

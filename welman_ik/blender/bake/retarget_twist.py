@@ -13,6 +13,7 @@ import numpy as np
 
 from ..rig import keyframes
 from ..rig.body import pose_matrices
+from .retarget_limbs import role_bone
 from .retarget_pose import measured_bone
 
 # A generated Rigify rig's IK limb: its end control -> the chain's first control, which twists it.
@@ -41,8 +42,8 @@ def limbs(target, lines, source_roles: dict, target_roles: dict) -> list[Limb]:
         if not line.place or base not in TWIST_CONTROLS or pose_bone is None or pose_bone.lock_rotation[1]:
             continue
         upper, lower, end = (f"{part}.{side}" for part in PARTS[base])
-        source = tuple(next((n for n, r in source_roles.items() if r == role), None) for role in (upper, lower, end))
-        lower_t = next((n for n, r in target_roles.items() if r == lower), None)
+        source = tuple(role_bone(source_roles, role) for role in (upper, lower, end))
+        lower_t = role_bone(target_roles, lower)
         if None in source or lower_t is None:
             continue
         out.append(Limb(control, (measured_bone(target, control), measured_bone(target, lower_t),
