@@ -161,7 +161,9 @@ def gates(source, target, frames, fps: float) -> dict:
     pose, world = pose_matrices(target, deform, frames)
     m = world[:, None] @ pose
     lengths = np.linalg.norm(m[..., :3, 1], axis=-1)  # the Y column's length: the bone's scale along it
-    out["stretch_pct"] = float(100 * np.abs(lengths / np.linalg.norm(np.array(target.matrix_world)[:3, 1]) - 1).max())
+    ratio = lengths / np.linalg.norm(np.array(target.matrix_world)[:3, 1])
+    out["stretch_pct"] = float(100 * np.abs(ratio - 1).max())  # longer or shorter
+    out["longer_pct"] = float(100 * max((ratio - 1).max(), 0.0))
     # Flips: a deforming bone turning > 30 deg in a frame where no source bone turns 10 deg.
     r = m[..., :3, :3] / np.linalg.norm(m[..., :3, :3], axis=-2, keepdims=True)
     step = np.degrees(np.arccos(np.clip((np.trace(np.einsum("fbji,fbjk->fbik", r[:-1], r[1:]), axis1=-2,
@@ -185,6 +187,7 @@ def main() -> None:
     parser.add_argument("--up", choices=("Y", "Z"), default="Y")
     parser.add_argument("--json", type=Path, default=None)
     parser.add_argument("--blend", type=Path, default=None)
+    parser.add_argument("--fk", action="store_true", help="a Rigify rig's limbs switched to FK before the map is filled")
     parser.add_argument("--ratio", action="store_true", help="time a Copy Rotation bake of the same frames too")
     parser.add_argument("--poses", type=Path, default=None, help="save the target's evaluated bone matrices (.npy)")
     args = parser.parse_args()
@@ -202,6 +205,10 @@ def main() -> None:
     first = 2 if args.rest == "axis" else 1
     frames = list(range(first, first + args.frames))
     target = scenes.basic_human(pins=()) if args.rig == "metarig" else scenes.generated_rigify()
+    if args.fk:
+        for side in "LR":
+            for holder in ("upper_arm_parent", "thigh_parent"):
+                target.pose.bones[f"{holder}.{side}"]["IK_FK"] = 1.0
     bpy.ops.object.mode_set(mode="OBJECT")
     bpy.context.view_layer.objects.active = target
     bpy.ops.object.mode_set(mode="POSE")

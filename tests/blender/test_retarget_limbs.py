@@ -100,3 +100,23 @@ def test_a_generated_rigify_rig_upright_its_knees_and_elbows_bent_in_the_sources
     # The twist goes on the IK chain's first control, a control like the others.
     keyed = {c.data_path.split('"')[1] for c in _curves(target.animation_data.action)}
     assert {"thigh_ik.L", "upper_arm_ik.R"} <= keyed
+    # Flat on the floor where the source's foot is (its heel planted, its toe down): the target's
+    # toe at its own rest height, whatever its foot bone's pitch in either rest.
+    scale = target.matrix_world.to_scale()[0]
+    flat_frames = 0
+    for side in "LR":
+        foot = target.data.bones[f"DEF-foot.{side}"]
+        rest_heel, rest_toe = ((target.matrix_world @ end).z for end in (foot.head_local, foot.tail_local))
+        toe_s = s[:, cs[f"toe.{side}"], 2]
+        flat = (np.abs(t[:, ct[f"foot.{side}"], 2] - rest_heel) < 0.003 * scale) & (toe_s - toe_s.min() < 0.015)
+        flat_frames += int(flat.sum())
+        assert np.abs(t[flat, ct[f"toe.{side}"], 2] - rest_toe).max(initial=0.0) <= 0.015 * scale, side
+    assert flat_frames >= 5
+    # No deforming bone longer than its rest by more than 1% (the rig's IK shortens its bent
+    # limbs by itself, as for any pose: reported in words, not counted), in the evaluated pose.
+    deform = [b.name for b in target.data.bones if b.use_deform]
+    pose, world = retarget_gates.pose_matrices(target, deform, frames)
+    along = np.linalg.norm((world[:, None] @ pose)[..., :3, 1], axis=-1) / scale
+    assert along.max() <= 1.01, deform[int(np.argmax(along.max(axis=0)))]
+    stretch = next(item for item in target.welman_ik.last_solve.groups if item.group == "stretch")
+    assert stretch.error == pytest.approx(float(np.abs(np.where(along > 1.0, along - 1.0, 0.0)).max()), abs=1e-3)

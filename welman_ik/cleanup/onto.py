@@ -145,7 +145,8 @@ def _retarget(source: Path, output: Path, rig: Path, target_name: str, scale: fl
         out[key] = None if value is None else round(value, 4)
     out["slide_after_mm"] = out["max_pin_error_mm"] = out["plants_mm"] if found.plants else 0.0
     out["gates"] = {g.name: {"value": _figure(g.name, g.value), "limit": _figure(g.name, g.limit), "held": g.held,
-                             "frame": g.frame, "bone": g.bone} for g in gates}
+                             "frame": g.frame, "bone": g.bone, **({"remark": g.remark} if g.remark else {})}
+                     for g in gates}
     missed = [g for g in gates if not g.held]
     if missed:  # the file is written, and the clip failed: say which gate, by how much
         out["status"] = "failed: gates missed: " + ", ".join(

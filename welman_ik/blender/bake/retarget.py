@@ -360,6 +360,7 @@ def make(context, target, source, frames: list[int], scale: float, plants: bool)
         plant.point = np.array([*plant.point[:2], retarget_feet.floor_height(retarget, plant)])
     retarget_feet.toes_from_heels(retarget.plants)
     retarget_feet.above_floor(retarget)
+    limbs.within_legs(retarget, target_roles, max(target.welman_ik.motion_falloff, 0))
     retarget.floors = retarget_feet.floor_points(retarget)
     return retarget
 

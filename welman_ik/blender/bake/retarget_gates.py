@@ -22,6 +22,7 @@ from ..rig.retarget_map import bone_tree, rest_points
 from . import retarget_measure
 from .retarget import Retarget, unit
 from .retarget_pose import measured_bone
+from .retarget_twist import shortened
 
 HUMAN_LEG = 0.9  # [m] hip to ankle of a grown person, the body the length limits are given for
 LIMITS = {"plants": 0.001, "floor": 0.002, "planted": 0.005,  # [m] for a HUMAN_LEG leg
@@ -43,6 +44,7 @@ class Gate:
     limit: float
     frame: int
     bone: str
+    remark: str = ""  # what the figure leaves out, for the user
 
     @property
     def held(self) -> bool:
@@ -156,10 +158,20 @@ def gates(retarget: Retarget, plant_errors: list[tuple[str, np.ndarray]], evalua
         s = retarget.source_heads[arms["forearm.L"][1]] - retarget.source_heads[arms["forearm.R"][1]]
         turn = np.angle(np.exp(1j * (np.arctan2(t[:, 1], t[:, 0]) - np.arctan2(s[:, 1], s[:, 0]))))
         worst("facing", np.abs(turn)[:, None], [arms["forearm.L"][0]])
-    # Deforming bones: the scale along the bone, the object's own taken out.
+    # Deforming bones: the scale along the bone, the object's own taken out, longer or shorter;
+    # of the limbs the rig's own stretching IK bends, only longer (it shortens them as it bends
+    # them, for any pose: reported, not counted).
     if deforming:
         along = np.linalg.norm(posed[:, [column[n] for n in deforming]][..., :3, 1], axis=-1) / scale
-        worst("stretch", np.abs(along - 1.0), deforming)
+        bent = shortened(target, retarget.twists)
+        own = np.array([any(n == b or n.startswith(b + ".") for b in bent) for n in deforming], dtype=bool)
+        worst("stretch", np.where(own, np.maximum(along - 1.0, 0.0), np.abs(along - 1.0)), deforming)
+        shorter = np.where(own, np.maximum(1.0 - along, 0.0), 0.0)
+        if shorter.max() > LIMITS["stretch"]:
+            f, b = np.unravel_index(int(np.argmax(shorter)), shorter.shape)
+            out[-1].remark = (f"the rig's own IK shortens its bent limbs up to {100.0 * shorter[f, b]:.1f}% "
+                              f"({deforming[b]}, frame {frames[f]}), as for any pose it bends; FK limbs keep "
+                              "their length")
     return out
 
 
@@ -184,8 +196,9 @@ def describe(scene, found: list[Gate], length_text) -> str:
         return length_text(scene, value)
 
     missed = [g for g in found if not g.held]
+    remarks = "".join(f"; {g.remark}" for g in found if g.remark)
     if missed:
         return "gates missed: " + ", ".join(
             f"{WORDS[g.name]} {figure(g.value, g.name)} (limit {figure(g.limit, g.name)}; {g.bone}, frame {g.frame})"
-            for g in missed)
-    return "gates held: " + ", ".join(f"{g.name} {figure(g.value, g.name)}" for g in found)
+            for g in missed) + remarks
+    return "gates held: " + ", ".join(f"{g.name} {figure(g.value, g.name)}" for g in found) + remarks

@@ -86,6 +86,50 @@ def within_reach(retarget: Retarget, target_roles: dict) -> None:
         retarget.offsets[i] = offset * np.minimum(1.0, reach / np.maximum(far, 1e-12))[:, None]
 
 
+def within_legs(retarget: Retarget, target_roles: dict, frames: int) -> None:
+    """The whole body lowered where a planted foot would be out of its leg's reach from the
+    lined-up hip (``leg``: a rig whose IK foot the hips do not carry): the hip comes down just
+    far enough over the plant, the change spread over ``frames`` either side (a windowed
+    largest, then a windowed mean: never less than a frame needs). A plant holds its point
+    where the lined-up pose puts it on average while the hip walks over it, so near its ends
+    the foot would be asked past the leg's length, and a rig whose IK stretches (a generated
+    Rigify rig's) would stretch the leg to reach it. The planted feet stay where they are."""
+    from .retarget_feet import foot_lines
+
+    feet = foot_lines(retarget)
+    count = len(retarget.frames)
+    need = np.zeros(count)
+    planted = {bone: np.zeros(count, dtype=bool) for bone in feet}
+    for plant in retarget.plants:
+        i = feet.get(plant.bone)
+        side = retarget.source_roles.get(retarget.lines[i].source, "").rpartition(".")[2] if i is not None else ""
+        names = [role_bone(target_roles, f"{part}.{side}") for part in LEG]
+        if i is None or None in names or names[0] not in retarget.heads:
+            continue
+        span = slice(plant.first, plant.last + 1)
+        planted[plant.bone][span] = True
+        bones = retarget.target.data.bones
+        scale = np.cbrt(abs(np.linalg.det(np.array(retarget.target.matrix_world, dtype=float)[:3, :3])))
+        length = 0.999 * scale * (bones[names[0]].length + bones[names[1]].length)
+        ankle = plant.point - retarget.turns[i][span] @ plant.local
+        way = retarget.heads[names[0]][span] - ankle
+        across = np.minimum(np.linalg.norm(way[:, :2], axis=1), length)
+        need[span] = np.maximum(need[span], way[:, 2] - np.sqrt(length * length - across * across))
+    if not (need > 1e-6).any():
+        return
+    k = max(int(frames), 0)
+    padded = np.pad(np.maximum(need, 0.0), k, mode="edge")
+    windows = np.lib.stride_tricks.sliding_window_view(padded, 2 * k + 1)
+    largest = np.pad(windows.max(axis=1), k, mode="edge")
+    down = np.lib.stride_tricks.sliding_window_view(largest, 2 * k + 1).mean(axis=1)
+    for i, place in retarget.places.items():
+        bone = retarget.lines[i].target
+        lowered = ~planted[bone] if bone in planted else np.ones(count, dtype=bool)
+        place[lowered, 2] -= down[lowered]
+    for place in retarget.heads.values():
+        place[:, 2] -= down
+
+
 def _chain_length(ends: dict, parents: dict, bone: str, top: str) -> float:
     """The length of the chain of joints from ``bone``'s head up to ``top``'s (the sum of each
     joint's distance from its parent's, the same in any rest); 0 when ``top`` is not above."""

@@ -170,6 +170,7 @@ def line_up(retarget, target_heads: dict, heads: np.ndarray, rotations: np.ndarr
     target = retarget.target
     roles = retarget_roles(*bone_tree(retarget.source))[1]
     across = {}  # a bone lying across the joints it carries -> those joints (``children`` of it)
+    joined = set()  # the bones whose source segment leads to the one joint they carry
     for n, i in enumerate(order):
         kids = [m for m in children[n] if lines[order[m]].source != lines[i].source]
         twin = measured_bone(target, names[n])
@@ -178,6 +179,7 @@ def line_up(retarget, target_heads: dict, heads: np.ndarray, rotations: np.ndarr
                                                                                 dtype=float)[:3, :3]
             segments_t[n] = m[:, 1]
         if len(kids) == 1:
+            joined.add(n)
             child = lines[order[kids[0]]]
             segments_t[n] = target_heads[child.target] - target_heads[lines[i].target]
             segments_s[:, n] = heads[:, column[child.source]] - heads[:, column[lines[i].source]]
@@ -211,10 +213,14 @@ def line_up(retarget, target_heads: dict, heads: np.ndarray, rotations: np.ndarr
         hinges[n] = (lower, bend if np.linalg.norm(bend) > np.sin(np.radians(3.0)) else rest[lower][:, 0])
     body = frame_s[reference] @ frame_t.T
     lined = alignment.line_up(source, segments_s, rest, segments_t, carriers, swung, body, hinges, reference)
+    scale_s = float(np.cbrt(abs(np.linalg.det(np.array(retarget.source.matrix_world, dtype=float)[:3, :3]))))
     for n, i in enumerate(order):
         if roles.get(lines[i].source, "").startswith("foot."):
-            lined[:, n] = _flat_foot(source[:, n], heads[:, column[lines[i].source]], segments_s[:, n], rest[n],
-                                     segments_t[n])
+            toe = segments_s[:, n]
+            if n not in joined:  # along the foot bone: as far as it is long (a unit axis would find its flattest
+                # frame where it points lowest)
+                toe = toe * retarget.source.data.bones[lines[i].source].length * scale_s
+            lined[:, n] = _flat_foot(source[:, n], heads[:, column[lines[i].source]], toe, rest[n], segments_t[n])
     for n, kids in across.items():
         _across(lined, n, kids, rest[n], segments_t, segments_s)
     turns = {j: lined[:, place[line.target]] for j, line in enumerate(lines) if line.turn}

@@ -51,6 +51,23 @@ def limbs(target, lines, source_roles: dict, target_roles: dict) -> list[Limb]:
     return out
 
 
+def shortened(target, limbs: list[Limb]) -> list[str]:
+    """The deforming bones of ``limbs`` whose length the rig's own IK changes: Blender's IK
+    shortens the bones of a chain that may stretch (``ik_stretch`` above 0, as a generated
+    Rigify rig's are) as it bends them, by a few percent at a deep knee, whatever places its
+    end; posed by hand, the same pose shortens them alike."""
+    out = []
+    for limb in limbs:
+        control = target.pose.bones[limb.control]
+        if control.ik_stretch <= 0.0:
+            continue
+        base, dot, side = limb.control.partition(".")
+        end = next(e for e, c in TWIST_CONTROLS.items() if c == base)
+        for part in PARTS[end][:2]:
+            out.append(measured_bone(target, f"{part}{dot}{side}"))
+    return out
+
+
 def _elbow(heads: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(axis, direction, bend) of limbs whose (upper, lower, end) heads are ``heads`` (frames, 3,
     3): the unit line from the top to the end, the unit direction the middle joint stands off
