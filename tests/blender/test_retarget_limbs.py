@@ -120,3 +120,37 @@ def test_a_generated_rigify_rig_upright_its_knees_and_elbows_bent_in_the_sources
     assert along.max() <= 1.01, deform[int(np.argmax(along.max(axis=0)))]
     stretch = next(item for item in target.welman_ik.last_solve.groups if item.group == "stretch")
     assert stretch.error == pytest.approx(float(np.abs(np.where(along > 1.0, along - 1.0, 0.0)).max()), abs=1e-3)
+
+
+def _lifting(plants: list, prefers_animated: bool = False):
+    """A retarget of one foot standing 0.05 above its floor on every frame, lined up flat
+    (its toe 0.1 ahead of its ankle and 0.04 below), with ``plants``."""
+    from types import SimpleNamespace
+
+    count = 30
+    return SimpleNamespace(frames=list(range(count)), plants=plants, prefers_animated=prefers_animated,
+                           lines=[SimpleNamespace(target="foot", group="feet")],
+                           places={0: np.tile([0.0, 0.0, 0.15], (count, 1))}, turns={0: np.tile(np.eye(3), (count, 1, 1))})
+
+
+def test_a_toe_planted_alone_between_heel_plants_does_not_bob_the_body(monkeypatch):
+    """Heels that ask the body down 5 cm, and between them a toe the foot puts down by pitching
+    about its ankle: the body stays down through it (it would go back up by 5 cm for the toe's
+    frames and down again), and only goes lower where pitching no longer reaches."""
+    from welman_ik.blender.bake import retarget_feet
+
+    monkeypatch.setattr(retarget_feet, "floor_height", lambda retarget, plant: 0.10 if plant.heel else 0.06)
+    heel, toe = np.zeros(3), np.array([0.0, 0.1, -0.04])
+    plants = [retarget_feet.Plant("foot", heel, heel, 0, 9, heel=True),
+              retarget_feet.Plant("foot", toe, toe, 10, 19),
+              retarget_feet.Plant("foot", heel, heel, 20, 29, heel=True)]
+    lift = retarget_feet.body_lift(_lifting(plants))
+    assert np.allclose(lift, -0.05)
+    # A toe whose ankle stands too high for pitching to reach (0.9 of its 0.108 reach): down as far as that needs.
+    monkeypatch.setattr(retarget_feet, "floor_height", lambda retarget, plant: 0.10 if plant.heel else -0.02)
+    lift = retarget_feet.body_lift(_lifting(plants))
+    reach = retarget_feet.PITCH * np.linalg.norm(toe)
+    assert np.allclose(lift[10:20], -0.02 - (0.15 - reach)) and np.allclose(lift[:10], -0.05)
+    # Where the lined-up pose is the solve's start, a toe asks as a heel does.
+    monkeypatch.setattr(retarget_feet, "floor_height", lambda retarget, plant: 0.10 if plant.heel else 0.06)
+    assert np.allclose(retarget_feet.body_lift(_lifting(plants, prefers_animated=True))[10:20], 0.06 - 0.11)

@@ -179,12 +179,18 @@ def body_lift(retarget) -> np.ndarray | None:
     before the first and after the last. None without plants. The knees then bend as the
     source's where the feet are planted, whatever the two bodies' proportions. Where the solve
     keeps a foot planted at its toe alone at its lined-up ankle and pitches it (a rig whose
-    lined-up pose is not the solve's start, ``Retarget.goals``), the toe asks only what the foot
-    cannot reach by pitching about its ankle (a source whose ankle stands higher above its toe
-    than the target's would otherwise bend both knees to put the target's toe down)."""
+    lined-up pose is not the solve's start, ``Retarget.goals``), the toe asks nothing of its
+    own where pitching about its ankle puts it down: it only bounds the body's height to where
+    pitching still reaches the floor (a source whose ankle stands higher above its toe than the
+    target's would otherwise bend both knees to put the target's toe down, and the body would
+    bob up by the difference on the frames its toe alone is planted); before the first heel's
+    plant and after the last, where there is nothing else to follow, it asks only as far as
+    pitching does not reach."""
     feet = foot_lines(retarget)
     count = len(retarget.frames)
     asked = np.full(count, np.inf)
+    bound = np.full(count, np.inf)
+    own = np.full(count, np.inf)  # what the pitched toes ask of their own: only as far as pitching does not reach
     for plant in retarget.plants:
         i = feet.get(plant.bone)
         if i is None:
@@ -195,13 +201,19 @@ def body_lift(retarget) -> np.ndarray | None:
         ask = floor_at - heights
         if not plant.heel and not retarget.prefers_animated:  # its toe comes down by the foot pitching (``goals``)
             lowest = retarget.places[i][span, 2] - PITCH * float(np.linalg.norm(plant.local))
-            ask = np.where(ask < 0.0, np.minimum(0.0, floor_at - lowest), ask)
+            bound[span] = np.minimum(bound[span], np.where(ask < 0.0, floor_at - lowest, ask))
+            own[span] = np.minimum(own[span], np.where(ask < 0.0, np.minimum(0.0, floor_at - lowest), ask))
+            continue
         asked[span] = np.minimum(asked[span], ask)
+    at = np.arange(count)
+    known = np.isfinite(asked)
+    # Before the first heel and after the last, nothing to follow but the toes' own asks.
+    outside = (at < at[known][0]) | (at > at[known][-1]) if known.any() else np.ones(count, dtype=bool)
+    asked = np.where(outside & np.isfinite(own), own, asked)
     known = np.isfinite(asked)
     if not known.any():
         return None
-    at = np.arange(count)
-    return np.interp(at, at[known], asked[known])
+    return np.minimum(np.interp(at, at[known], asked[known]), bound)
 
 
 def pitch_toes(retarget, frames: int) -> None:
