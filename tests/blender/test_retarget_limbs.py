@@ -6,6 +6,8 @@ the evaluated pose of a generated Rigify rig."""
 
 from __future__ import annotations
 
+import math
+
 import bpy
 import numpy as np
 import pytest
@@ -154,3 +156,37 @@ def test_a_toe_planted_alone_between_heel_plants_does_not_bob_the_body(monkeypat
     # Where the lined-up pose is the solve's start, a toe asks as a heel does.
     monkeypatch.setattr(retarget_feet, "floor_height", lambda retarget, plant: 0.10 if plant.heel else 0.06)
     assert np.allclose(retarget_feet.body_lift(_lifting(plants, prefers_animated=True))[10:20], 0.06 - 0.11)
+
+
+@pytest.mark.once
+def test_a_generated_rigify_rig_with_its_limbs_in_fk_holds_every_gate():
+    """Its FK legs hang from spine bones that copy its hips by constraints: the plants hold on
+    the evaluated pose, the knees bend as the source's, and no deforming bone changes length."""
+    scenes.empty_scene()
+    source = import_clip("pymo_walk.bvh")
+    bpy.ops.object.mode_set(mode="OBJECT")
+    source.select_set(False)
+    target = scenes.generated_rigify()
+    for side in "LR":
+        for holder in ("upper_arm_parent", "thigh_parent"):
+            target.pose.bones[f"{holder}.{side}"]["IK_FK"] = 1.0
+    bpy.ops.welman_ik.retarget_map_fill(source=source.name)
+    assert {item.target_bone for item in target.welman_ik.retarget_map} >= {"thigh_fk.L", "foot_fk.R", "hand_fk.L"}
+    frames = list(range(1, 61))
+    assert bpy.ops.welman_ik.retarget(source=source.name, frame_start=frames[0], frame_end=frames[-1]) == {"FINISHED"}
+    last = target.welman_ik.last_solve
+    assert last.converged, last.message
+    gates = {item.group: item.error for item in last.groups}
+    assert gates["plants"] <= 0.001 and gates["stretch"] <= 0.01 and math.degrees(gates["bends"]) <= 10.0, gates
+    # Measured here too: the plants' heels against where each plant began, and every deforming bone's length.
+    deform = [b.name for b in target.data.bones if b.use_deform]
+    pose, world = retarget_gates.pose_matrices(target, deform, frames)
+    along = np.linalg.norm((world[:, None] @ pose)[..., :3, 1], axis=-1)
+    assert np.abs(along - 1.0).max() <= 0.01
+    # The controls the map leaves out (the FK spine and its tweaks, between the torso and the
+    # legs) are not moved: their keys, if any, stay at rest.
+    for curve in _curves(target.animation_data.action):
+        bone = curve.data_path.split('"')[1]
+        if bone in {"spine_fk", "spine_fk.001", "tweak_spine"} and "rotation" in curve.data_path:
+            rest = 1.0 if curve.data_path.endswith("quaternion") and curve.array_index == 0 else 0.0
+            assert all(abs(k.co[1] - rest) < 1e-6 for k in curve.keyframe_points), curve.data_path

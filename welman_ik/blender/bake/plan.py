@@ -81,6 +81,7 @@ class BakePlan:
     started: float  # perf_counter() when the bake began
     source: GoalSource | None = None  # each frame's goals from elsewhere, in place of the pins' (a retarget)
     translating: frozenset = frozenset()  # bones whose location channels are joints too
+    turn_kept: frozenset = frozenset()  # bones moved by their location only
 
     def index(self, frame: int) -> int:
         """``frame``'s place in the range."""
@@ -163,7 +164,7 @@ class BakePlan:
         chains = {pb.name for name in names for pb in chain_to_root(obj.pose.bones[name])}
         return cls(context, obj, None, frames, {f: [] for f in frames}, {}, names, chains, source.movable(), "FREE",
                    {}, max(obj.welman_ik.motion_falloff, 0), {f: 1.0 for f in frames}, context.scene.frame_current,
-                   time.perf_counter(), source, source.translating())
+                   time.perf_counter(), source, source.translating(), source.turn_kept())
 
 
 def range_weights(frames: list[int], open_ends: tuple[bool, bool], falloff: int) -> dict[int, float]:

@@ -103,6 +103,9 @@ class Retarget:
     # evaluates; on a rig whose controls move other bones by constraints (a Rigify rig's IK
     # limbs) its channels do not follow them, and the last frame's correction is carried on.
     prefers_animated: bool = True
+    # The rig's controls move the bones that show the body by constraints (a generated Rigify
+    # rig's: its trunk's controls carry the limbs otherwise than their parents say).
+    constrained: bool = False
     twists: list = field(default_factory=list)  # the limbs the rig's own IK bends (``retarget_twist.Limb``)
 
     @property
@@ -129,23 +132,38 @@ class Retarget:
 
     def movable(self) -> list[str]:
         """The bones the solve may move: every bone but the parentless ones the map leaves
-        alone (a generated Rigify rig's 'root' stays where it is)."""
+        alone (a generated Rigify rig's 'root' stays where it is); on a rig whose controls
+        carry the body by constraints, only the mapped ones (a Rigify rig's FK spine and tweak
+        controls, between its torso and its legs, turn them through constraints that mix
+        in other controls: the solve's model cannot follow them, and the animator did not
+        ask for them)."""
         mapped = {line.target for line in self.lines}
         return [pb.name for pb in self.target.pose.bones
-                if (pb.parent is not None or pb.name in mapped) and pb.name not in self.kept]
+                if (pb.parent is not None or pb.name in mapped) and pb.name not in self.kept
+                and (pb.name in mapped or not self.constrained)]
 
     @cached_property
     def kept(self) -> frozenset[str]:
         """The trunk's turned-only bones, and a head placed by the trunk below it, kept as lined
-        up on a rig whose lined-up pose is not the solve's start (a generated Rigify rig's hips
+        up on a rig whose controls carry the body by constraints (a generated Rigify rig's hips
         and its chest, shoulders and head, which its constraints carry otherwise than their
         parents say): keyed as the source turns them, they hold there as Blender evaluates
         them, and the IK corrects with the rest."""
-        if self.prefers_animated:
+        if not self.constrained:
             return frozenset()
         translating = self.translating()
         return frozenset({line.target for line in self.lines if line.turn and line.group != "hips"
                 and (line.trunk and not line.place or line.group == "head" and line.target not in translating)})
+
+    def turn_kept(self) -> frozenset[str]:
+        """The body's root (a generated Rigify rig's torso), on a rig whose controls carry the
+        body by constraints: placed by the solve, turned as lined up. The rig carries the limbs
+        from it by constraints (its legs follow the hips under it), which the solve's model holds
+        at the turn they had, so a turn of it there would not turn them."""
+        hips = self.hips()
+        if not self.constrained or hips is None or not self.lines[hips].turn:
+            return frozenset()
+        return frozenset({self.lines[hips].target})
 
     def translating(self) -> frozenset[str]:
         """The mapped bones that follow a place and can move by their location (not connected,
@@ -226,24 +244,19 @@ class Retarget:
                                            priority=LINED if line.target in pitched else ENDS))
         return out
 
-    def _rest_frame(self, tree, bone: str) -> np.ndarray:
-        """The world frame (4, 4) of ``bone``'s joint in the tree's rest pose (every joint at 0)."""
-        return tree.rest().frames[tree.model.bones[bone].frame_joint]
-
     def _turn(self, tree, bone: str, world: np.ndarray) -> np.ndarray:
         """The world rotation the joint frame of ``bone`` takes for the bone to have rotation
-        ``world``: the bone's rest rotation to its joint frame's, carried along."""
-        frame = unit(self._rest_frame(tree, bone)[:3, :3])
-        rest = unit(self.rest[bone][:3, :3])
-        return world @ rest.T @ frame
+        ``world``: the same (a bone's joint frame turns with it, along its own axes)."""
+        return world
 
     def _local(self, tree, bone: str, local: np.ndarray) -> np.ndarray:
-        """A point given in ``bone``'s rest world frame (``local``: offset from its head along
-        its unit axes), in the joint frame of the tree."""
-        frame = self._rest_frame(tree, bone)
-        rest = self.rest[bone]
-        world = rest[:3, 3] + unit(rest[:3, :3]) @ local
-        return np.linalg.solve(frame[:3, :3], world - frame[:3, 3])
+        """A point given from ``bone``'s head along its unit axes (``local``, world lengths), in
+        the joint frame of the tree: the bone's own axes, scaled as the tree scales it (the
+        armature's scale). Not through the tree's rest pose, which is not the rig's where a
+        bone above holds a turn its constraints give it (a Rigify rig's FK legs hang from
+        spine bones that copy its hips)."""
+        frame = tree.rest().frames[tree.model.bones[bone].frame_joint]
+        return local / np.linalg.norm(frame[:3, :3], axis=0)
 
     def _length(self, tree, bone: str) -> float:
         return max(float(self.target.data.bones[bone].length * np.cbrt(abs(np.linalg.det(
@@ -271,9 +284,10 @@ def make(context, target, source, frames: list[int], scale: float, plants: bool)
     for line in lines:
         line.trunk = line.source == hips_source or source_roles.get(line.source, "").startswith(TRUNK_ROLES)
     retarget = Retarget(target, source, scale, frames, lines)
-    retarget.prefers_animated = all(retarget_pose.measured_bone(target, line.target) == line.target for line in lines)
+    retarget.constrained = any(retarget_pose.measured_bone(target, line.target) != line.target for line in lines)
     retarget.source_roles = source_roles
     retarget.twists = retarget_twist.limbs(target, lines, source_roles, target_roles)
+    retarget.prefers_animated = not (retarget.constrained and retarget.twists)  # (limbs its own IK bends)
     anchors = limbs.anchors(target, source, lines, source_roles, target_roles)
     legs = {line.source: contacts.leg_of(source, line.source, source_roles)
             for line in lines if plants and line.group == "feet" and line.place}
@@ -349,7 +363,7 @@ def make(context, target, source, frames: list[int], scale: float, plants: bool)
         retarget.plants = retarget_feet.plants(context, retarget, legs, column, posed, lambda points: scaled(points) + shift)
         retarget_feet.under_the_source(retarget)
         retarget_feet.ease_plants(retarget, max(target.welman_ik.motion_falloff, 0), target_roles)
-    lift = retarget_feet.body_lift(retarget)
+    lift = retarget_feet.body_lift(retarget, max(target.welman_ik.motion_falloff, 0))
     if lift is None:  # no plants to stand on
         lifts = retarget.lifts()
         lift = np.mean(list(lifts.values()), axis=0) if lifts else np.zeros(len(frames))

@@ -171,21 +171,22 @@ def floor(retarget) -> float:
     return float(min(heights)) if heights else -np.inf
 
 
-def body_lift(retarget) -> np.ndarray | None:
+def body_lift(retarget, frames: int = 0) -> np.ndarray | None:
     """[m] (frames,) how far the whole body goes up on each frame so that its planted points,
     where the lined-up pose puts them (``retarget.places`` of the feet, not yet lifted), stand
     on the floor: on a frame with plants, the least any of them asks (a foot asking more bends
     its knee further rather than straightening the other), in between a straight line, held
     before the first and after the last. None without plants. The knees then bend as the
-    source's where the feet are planted, whatever the two bodies' proportions. Where the solve
-    keeps a foot planted at its toe alone at its lined-up ankle and pitches it (a rig whose
-    lined-up pose is not the solve's start, ``Retarget.goals``), the toe asks nothing of its
-    own where pitching about its ankle puts it down: it only bounds the body's height to where
-    pitching still reaches the floor (a source whose ankle stands higher above its toe than the
-    target's would otherwise bend both knees to put the target's toe down, and the body would
-    bob up by the difference on the frames its toe alone is planted); before the first heel's
-    plant and after the last, where there is nothing else to follow, it asks only as far as
-    pitching does not reach."""
+    source's where the feet are planted, whatever the two bodies' proportions. A foot planted
+    at its toe alone turns about it (or, where the solve keeps its ankle where the lined-up leg
+    puts it, pitches about that, ``Retarget.goals``), so its toe asks nothing of its own where
+    pitching puts it down: it only bounds the body's height to where pitching still reaches
+    the floor (a source whose ankle stands higher above its toe than the target's would
+    otherwise bend both knees to put the target's toe down, and the body would bob up and down
+    by the difference as the heels and toes take turns). Before the first heel's plant and
+    after the last, where there is nothing else to follow, the toes ask as far as pitching
+    does not reach, from ``frames`` beyond the heels' on (the body eases to it, never in one
+    frame)."""
     feet = foot_lines(retarget)
     count = len(retarget.frames)
     asked = np.full(count, np.inf)
@@ -199,7 +200,7 @@ def body_lift(retarget) -> np.ndarray | None:
         heights = retarget.places[i][span, 2] + (retarget.turns[i][span] @ plant.local)[:, 2]
         floor_at = floor_height(retarget, plant)
         ask = floor_at - heights
-        if not plant.heel and not retarget.prefers_animated:  # its toe comes down by the foot pitching (``goals``)
+        if not plant.heel:  # its toe comes down by the foot pitching about its ankle
             lowest = retarget.places[i][span, 2] - PITCH * float(np.linalg.norm(plant.local))
             bound[span] = np.minimum(bound[span], np.where(ask < 0.0, floor_at - lowest, ask))
             own[span] = np.minimum(own[span], np.where(ask < 0.0, np.minimum(0.0, floor_at - lowest), ask))
@@ -207,8 +208,10 @@ def body_lift(retarget) -> np.ndarray | None:
         asked[span] = np.minimum(asked[span], ask)
     at = np.arange(count)
     known = np.isfinite(asked)
-    # Before the first heel and after the last, nothing to follow but the toes' own asks.
-    outside = (at < at[known][0]) | (at > at[known][-1]) if known.any() else np.ones(count, dtype=bool)
+    # Before the first heel and after the last, nothing to follow but the toes' own asks, taken
+    # from ``frames`` beyond the heels' (the body eases to them, never in one frame).
+    outside = ((at < at[known][0] - frames) | (at > at[known][-1] + frames) if known.any()
+               else np.ones(count, dtype=bool))
     asked = np.where(outside & np.isfinite(own), own, asked)
     known = np.isfinite(asked)
     if not known.any():

@@ -170,8 +170,8 @@ def gates(retarget: Retarget, plant_errors: list[tuple[str, np.ndarray]], evalua
         if shorter.max() > LIMITS["stretch"]:
             f, b = np.unravel_index(int(np.argmax(shorter)), shorter.shape)
             out[-1].remark = (f"the rig's own IK shortens its bent limbs up to {100.0 * shorter[f, b]:.1f}% "
-                              f"({deforming[b]}, frame {frames[f]}), as for any pose it bends; FK limbs keep "
-                              "their length")
+                              f"({deforming[b]}, frame {frames[f]}), as for any pose it bends; with the limbs "
+                              "switched to FK and the map filled again, they keep their length")
     return out
 
 

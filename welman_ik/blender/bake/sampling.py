@@ -114,7 +114,8 @@ class ClipSampler:
         self.sampler.apply(frame)
         tree = self.tree
         if tree is None or not tree.model.refresh():
-            tree = Tree(RigModel(self.plan.obj, self.plan.names, self.plan.movable, self.plan.translating))
+            tree = Tree(RigModel(self.plan.obj, self.plan.names, self.plan.movable, self.plan.translating,
+                                 keep_turn=self.plan.turn_kept))
             self.trees.append(tree)
         model = tree.model
         return Sample(frame, tree, model.q0, model.skeleton.forward(model.q0), model.skeleton, model.ranges,

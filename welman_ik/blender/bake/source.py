@@ -26,6 +26,10 @@ class GoalSource(Protocol):
     def translating(self) -> frozenset[str]:
         """The bones whose location channels are joints too."""
 
+    def turn_kept(self) -> frozenset[str]:
+        """The bones the solve may move by their location only, their turn kept as the frame's
+        animated pose has it."""
+
     def goals(self, tree, index: int) -> list:
         """The goals of the range's ``index``-th frame on ``tree`` (``bake.tree.Tree``)."""
 
