@@ -177,11 +177,18 @@ def gates(source, target, frames, fps: float) -> dict:
     return out
 
 
+def make_target(rig: str):
+    """The target rig named ``rig``: a metarig (basic or full human), or a Rigify rig generated from one."""
+    if rig in ("metarig", "human"):
+        return scenes.basic_human(pins=()) if rig == "metarig" else scenes.human(pins=())
+    return scenes.generated_rigify(metarig=scenes.human if rig == "rigify_human" else None)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("clip", nargs="?", default="pymo_walk.bvh")
     parser.add_argument("frames", nargs="?", type=int, default=200)
-    parser.add_argument("--rig", choices=("metarig", "rigify"), default="metarig")
+    parser.add_argument("--rig", choices=("metarig", "rigify", "human", "rigify_human"), default="metarig")
     parser.add_argument("--rest", default="tpose")
     parser.add_argument("--units", default=None)
     parser.add_argument("--up", choices=("Y", "Z"), default="Y")
@@ -204,7 +211,7 @@ def main() -> None:
     source = import_clip(path, units, args.up)
     first = 2 if args.rest == "axis" else 1
     frames = list(range(first, first + args.frames))
-    target = scenes.basic_human(pins=()) if args.rig == "metarig" else scenes.generated_rigify()
+    target = make_target(args.rig)
     if args.fk:
         for side in "LR":
             for holder in ("upper_arm_parent", "thigh_parent"):
@@ -228,7 +235,7 @@ def main() -> None:
         from welman_ik.blender.rig.retarget_map import retarget_scale
 
         bpy.ops.object.mode_set(mode="OBJECT")
-        other = scenes.basic_human(pins=()) if args.rig == "metarig" else scenes.generated_rigify()
+        other = make_target(args.rig)
         bpy.ops.welman_ik.retarget_map_fill(source=source.name)
         copy = compare_retarget.rotation_copy(source, other, frames, retarget_scale(other, source))
         figures["copy_rotation_seconds"] = copy

@@ -45,10 +45,21 @@ def basic_human(pins=DEMO_PINS):
     return obj
 
 
-def generated_rigify(pins=()):
-    """A Rigify human generated from the basic human metarig (``rigify_generate``, as a user
-    does), in pose mode, with position pins on ``pins`` (for example its IK foot controls)."""
-    basic_human(pins=())
+def human(pins=()):
+    """The Rigify human metarig (fingers, face) in pose mode, with position pins on ``pins``."""
+    addon_utils.enable("rigify", default_set=True)
+    bpy.ops.object.armature_human_metarig_add()
+    obj = bpy.context.object
+    bpy.ops.object.mode_set(mode="POSE")
+    pin_bones(obj, pins)
+    return obj
+
+
+def generated_rigify(pins=(), metarig=None):
+    """A Rigify human generated from the basic human metarig (``metarig``: another, such as
+    ``human``) by ``rigify_generate``, as a user does, in pose mode, with position pins on
+    ``pins`` (for example its IK foot controls)."""
+    (metarig or basic_human)(pins=())
     bpy.ops.object.mode_set(mode="OBJECT")
     bpy.ops.pose.rigify_generate()
     rig = bpy.context.object

@@ -72,6 +72,42 @@ def test_fill_onto_a_generated_rigify_rig():
     assert by_target["hand_ik.R"] == ("RightWrist", "POSE")
 
 
+@pytest.mark.once
+@pytest.mark.parametrize("rigify", [False, True], ids=["human metarig", "its generated rig"])
+def test_fingers_and_toes_follow_the_same_fingers_and_toes(rigify):
+    """Mixamo's hands onto the Rigify human metarig and the rig generated from it: each finger's
+    three segments and the thumb's follow the same finger's, in the world, through the
+    retarget; on the generated rig with its legs in IK, the toes by the IK toe control (the
+    one that moves them then)."""
+    from retarget_gates import pose_matrices
+
+    factory = (lambda: scenes.generated_rigify(metarig=scenes.human)) if rigify else (lambda: scenes.human(pins=()))
+    target, source = _clip_and_target("mixamo_clip.bvh", factory)
+    assert bpy.ops.welman_ik.retarget_map_fill(source=source) == {"FINISHED"}
+    by_target = {t: s for t, s, _, _ in _map(target)}
+    m = "mixamorig:"
+    for side, word in (("L", "Left"), ("R", "Right")):
+        for finger, named in (("thumb", "Thumb"), ("f_index", "Index"), ("f_middle", "Middle"), ("f_ring", "Ring"),
+                              ("f_pinky", "Pinky")):
+            for segment in (1, 2, 3):
+                assert by_target[f"{finger}.0{segment}.{side}"] == f"{m}{word}Hand{named}{segment}"
+        assert by_target[f"toe_ik.{side}" if rigify else f"toe.{side}"] == f"{m}{word}ToeBase"
+    frames = list(range(1, 31))
+    assert bpy.ops.welman_ik.retarget(source=source, frame_start=1, frame_end=30) == {"FINISHED"}
+    assert target.welman_ik.last_solve.converged, target.welman_ik.last_solve.message
+    pairs = [(t, s) for t, s in by_target.items() if "f_" in t or "thumb" in t or "toe" in t]
+    shown = [("DEF-" + t.replace("_ik", "")) if rigify else t for t, _ in pairs]
+    pose_t, world_t = pose_matrices(target, shown, frames)
+    pose_s, world_s = pose_matrices(bpy.data.objects[source], [s for _, s in pairs], frames)
+    along_t = (world_t[:, None] @ pose_t)[..., :3, 1]
+    along_s = (world_s[:, None] @ pose_s)[..., :3, 1]
+    cos = np.einsum("fbi,fbi->fb", along_t, along_s) / (np.linalg.norm(along_t, axis=-1) * np.linalg.norm(along_s, axis=-1))
+    off = np.degrees(np.arccos(np.clip(cos, -1.0, 1.0))).max(axis=0)
+    toes = np.array(["toe" in name for name in shown])
+    assert off[~toes].max() <= 3.0, shown[int(np.argmax(np.where(toes, 0.0, off)))]
+    assert off[toes].max() <= 10.0  # (a toe turns with its foot, which the plants pitch)
+
+
 def test_what_could_not_be_mapped_is_left_out():
     """The mocapbank clip has no toes: the map is filled without them (the core's tests check
     the words that name them)."""

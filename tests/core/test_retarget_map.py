@@ -87,10 +87,13 @@ def as_tuples(pairs) -> list[tuple]:
     return [tuple(p) for p in pairs]
 
 
+FINGER_ROLES = ("finger1", "finger2", "finger3", "thumb1", "thumb2", "thumb3")
+
+
 def limbs(pairs) -> list[tuple]:
-    """The pairs after the trunk (from the first clavicle on)."""
+    """The pairs after the trunk (from the first clavicle on), the fingers' left out."""
     first = next(i for i, p in enumerate(pairs) if p.target_bone.startswith(("shoulder", "mixamorig:LeftShoulder")))
-    return as_tuples(pairs[first:])
+    return [p for p in as_tuples(pairs[first:]) if not any(w in p[0] for w in ("Thumb", "Index", "Middle", "Ring", "Pinky"))]
 
 
 def metarig_limbs(source: dict) -> list[tuple]:
@@ -149,11 +152,14 @@ def test_mixamo_clip_onto_the_generated_rigify_rig():
                           "thigh_fk": "UpLeg", "shin_fk": "Leg", "foot_fk": "Foot", "toe_fk": "ToeBase"}[part]
                 kind = "POSE" if part in ("hand_fk", "foot_fk") else "ORIENTATION"
                 expected.append((f"{part}.{side}", f"{m}{word}{source}", kind, 1.0))
-    assert as_tuples(pairs[5:]) == expected
+    assert as_tuples(pairs[5:5 + len(expected)]) == expected
+    # Then the fingers both have, each by the same finger's first segment.
+    assert as_tuples(pairs[5 + len(expected):]) == [("thumb.01.L", f"{m}LeftHandThumb1", "ORIENTATION", 1.0),
+                                                     ("f_index.01.L", f"{m}LeftHandIndex1", "ORIENTATION", 1.0)]
     assert missing == []
     targets = {p.target_bone for p in pairs}
     assert not any(t.startswith("spine_fk") for t in targets), "the FK spine is an offset, left at rest"
-    assert not targets & {"upper_arm_ik.L", "thigh_ik.L", "foot_ik.L", "hand_ik.L", "f_index.01.L", "thumb.01.L"}
+    assert not targets & {"upper_arm_ik.L", "thigh_ik.L", "foot_ik.L", "hand_ik.L"}
 
 
 def test_walk_clip_without_a_neck_onto_the_generated_rigify_rig():
@@ -188,6 +194,9 @@ def test_mixamo_onto_the_metarig():
         ("spine.005", f"{m}Neck", "ORIENTATION", 1.0),
         ("spine.006", f"{m}Head", "POSE", 1.0),
         *metarig_limbs(source),
+        *[(f"{bone}.{side}", f"{m}{word}Hand{finger}1", "ORIENTATION", 1.0) for side, word in (("L", "Left"), ("R", "Right"))
+          for bone, finger in (("thumb.01", "Thumb"), ("f_index.01", "Index"), ("f_middle.01", "Middle"),
+                               ("f_ring.01", "Ring"), ("f_pinky.01", "Pinky"))],
     ]
     assert missing == []
 
@@ -215,7 +224,11 @@ def test_metarig_onto_mixamo():
         (f"{m}RightFoot", "foot.R", "POSE", 1.0), (f"{m}RightToeBase", "toe.R", "ORIENTATION", 1.0),
     ]
     assert missing == []
-    assert not any("Eye" in p.target_bone or "Index" in p.target_bone or "Thumb" in p.target_bone for p in pairs)
+    assert not any("Eye" in p.target_bone for p in pairs)
+    # Each finger the metarig has (its first segments) drives the same finger's.
+    fingers = {p.target_bone: p.source_bone for p in pairs if "Hand" in p.target_bone and not p.target_bone.endswith("Hand")}
+    assert fingers[f"{m}LeftHandThumb1"] == "thumb.01.L" and fingers[f"{m}RightHandPinky1"] == "f_pinky.01.R"
+    assert len(fingers) == 10
 
 
 def test_metarig_onto_the_generated_rigify_rig_pairs_the_same_body_parts():
@@ -229,7 +242,7 @@ def test_metarig_onto_the_generated_rigify_rig_pairs_the_same_body_parts():
     ]
     for p in pairs[5:]:
         assert p.target_bone.replace("_fk", "") == p.source_bone
-    assert len(pairs) == 5 + 16 and missing == []
+    assert len(pairs) == 5 + 16 + 2 and missing == []  # (the two fingers the generated rig's table has)
 
 
 def test_generated_rigify_spine_is_ordered_by_number_not_depth():
@@ -286,8 +299,12 @@ def test_each_target_bone_once_with_its_kind(target, source):
     for p in pairs[1:]:
         role = target_roles.get(p.target_bone, "")
         base = role.partition(".")[0]
-        assert base not in ("finger1", "finger2", "finger3", "thumb1", "thumb2", "thumb3", "palm"), p
-        if base in LIMB_KINDS:
+        assert base != "palm", p
+        if base in FINGER_ROLES:  # the same finger's same segment
+            assert source_roles[p.source_bone] == role and p.kind == "ORIENTATION", p
+            finger = next(w for w in ("thumb", "index", "middle", "ring", "pinky") if w in p.target_bone.lower())
+            assert finger in p.source_bone.lower(), p
+        elif base in LIMB_KINDS:
             assert source_roles[p.source_bone] == role, p  # a limb follows the same limb, same side
             assert p.kind == LIMB_KINDS[base], p
         elif base == "head":

@@ -256,7 +256,7 @@ def _key_lined_up(obj, retarget: Retarget, frames: list[int]) -> None:
     translating = retarget.translating()
     lined = retarget_pose.channels(retarget, len(frames))
     results = {frame: {} for frame in frames}
-    for name in retarget.bones:
+    for name in retarget.keyed:
         pb = obj.pose.bones[name]
         path = keyframes.rotation_path(pb)
         moves = pb.parent is None or name in translating

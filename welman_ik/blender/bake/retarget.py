@@ -109,9 +109,19 @@ class Retarget:
     twists: list = field(default_factory=list)  # the limbs the rig's own IK bends (``retarget_twist.Limb``)
 
     @property
-    def bones(self) -> list[str]:
+    def keyed(self) -> list[str]:
+        """Every bone the retarget keys in its lined-up pose and measures."""
         return sorted({line.target for line in self.lines} | {line.base for line in self.lines if line.base}
                       | {p.bone for p in self.plants})
+
+    @property
+    def bones(self) -> list[str]:
+        """The bones the solve's tree holds: those it has goals for (a placed bone, a turned bone
+        of the trunk, a hand's base, a planted foot). A finger or toe that only turns as lined
+        up stays as keyed, out of the solve (thirty fingers in the tree would change how it
+        shares a correction among the joints it may move)."""
+        return sorted({line.target for line in self.lines if line.place or (line.turn and line.trunk)}
+                      | {line.base for line in self.lines if line.base} | {p.bone for p in self.plants})
 
     # As a source of goals on the bake's pipeline (``source.GoalSource``).
     rescue = False  # each frame starts from the lined-up pose: no rescue from a start far off
@@ -227,8 +237,8 @@ class Retarget:
             out.append(PositionGoal(joint, self._local(tree, plant.bone, plant.local), plant.point, priority=PLANTS))
         kept = self.kept  # (worked out once, on the first frame: the map and the rig are set by then)
         for i, line in enumerate(self.lines):
-            if line.weight <= 0.0 or line.target in turned or line.target in kept:
-                continue
+            if line.weight <= 0.0 or line.target in turned or line.target in kept or not (line.place or line.trunk):
+                continue  # (a finger or toe that only turns: keyed as lined up, out of the solve)
             joint, local = tree.anchor(line.target, 0.0)
             place = line.place and (line.target not in placed or line.target in pitched)
             if place and line.base:
@@ -237,7 +247,7 @@ class Retarget:
             elif place:
                 priority = PLANTS if line.group == "hips" else ENDS
                 out.append(PositionGoal(joint, local, self.places[i][index], weight=line.weight, priority=priority))
-            if line.turn and (line.place or line.trunk):  # the rest: kept near the lined-up pose
+            if line.turn:  # the rest: kept near the lined-up pose
                 out.append(OrientationGoal(model.bones[line.target].frame_joint,
                                            self._turn(tree, line.target, self.turns[i][index]),
                                            length=self._length(tree, line.target), weight=line.weight,

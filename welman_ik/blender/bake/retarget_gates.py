@@ -178,7 +178,7 @@ def gates(retarget: Retarget, plant_errors: list[tuple[str, np.ndarray]], evalua
 def evaluate(retarget: Retarget) -> tuple[list, list[Gate]]:
     """Each goal group's largest miss (``retarget_measure.measure``) and every gate, on the
     evaluated pose of the written action."""
-    bones = sorted(set(retarget.bones) | set(gate_bones(retarget)))
+    bones = sorted(set(retarget.keyed) | set(gate_bones(retarget)))
     evaluated = retarget_measure.evaluate(retarget.target, bones, retarget.frames)  # one pass over the frames
     found = retarget_measure.errors(retarget, evaluated=evaluated)
     return retarget_measure.worst(retarget, found), gates(retarget, [(b, e) for g, b, e in found if g == "plants"],

@@ -34,11 +34,11 @@ def errors(retarget: Retarget, frames: list[int] | None = None,
     places (0 off their frames), the hips', hands', feet's and head's heads from their goal
     places [m], every turned bone's orientation from its goal [rad]. ``evaluated``: (bone ->
     column, (frames, bones, 4, 4) world matrices) already read on those frames (``evaluate``),
-    holding at least ``retarget.bones``; read here when None."""
+    holding at least ``retarget.keyed``; read here when None."""
     every = retarget.frames
     frames = every if frames is None else frames
     at = np.array([retarget.index(f) for f in frames], dtype=np.intp)
-    column, posed = evaluated if evaluated is not None else evaluate(retarget.target, retarget.bones, frames)
+    column, posed = evaluated if evaluated is not None else evaluate(retarget.target, retarget.keyed, frames)
     out = []
     for plant in retarget.plants:
         held = (at >= plant.first) & (at <= plant.last)

@@ -56,7 +56,7 @@ def retarget_scale(target, source) -> float:
 # control an animator keys instead when the switch says IK (the limb's end; the rig's IK
 # chain bends the limb, its knee or elbow pointing as the rig's own setting has it).
 RIGIFY_LIMBS = (("upper_arm_parent", ("upper_arm_fk", "forearm_fk", "hand_fk"), {"hand_fk": "hand_ik"}),
-                ("thigh_parent", ("thigh_fk", "shin_fk", "foot_fk"), {"foot_fk": "foot_ik"}))
+                ("thigh_parent", ("thigh_fk", "shin_fk", "foot_fk"), {"foot_fk": "foot_ik", "toe_fk": "toe_ik"}))
 
 
 def by_switches(target, pairs: list) -> list:

@@ -11,7 +11,9 @@ orientation ('ORIENTATION') or in both ('POSE'), with a weight:
   generated Rigify target's trunk by its hips and chest controls, its FK spine left alone);
 - the head, the hands and the feet follow in pose; the clavicles, upper arms, forearms,
   thighs, shins and toes in orientation;
-- fingers, palms and thumbs are not paired.
+- each finger's and thumb's segments follow the same finger's, segment by segment, in
+  orientation, where both sides have them (the finger told by its name: thumb, index,
+  middle, ring, pinky or little); palms are not paired.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ _ARM = ("clavicle", "upper_arm", "forearm", "hand")
 _LEG = ("thigh", "shin", "foot", "toe")
 _POSE_LIMBS = {"hand", "foot"}
 _SIDE_WORDS = {"L": "left", "R": "right"}
+_FINGERS = {"index": ("index",), "middle": ("middle",), "ring": ("ring",), "pinky": ("pinky", "little")}
 # A generated Rigify rig's pelvis control: its FK spine starts with it, pointing down from the
 # waist to the hips (the metarig's 'spine' bone).
 _RIGIFY_PELVIS = "spine_fk"
@@ -84,6 +87,21 @@ class _Side:
         for side in ("L", "R"):
             for part in _ARM + _LEG:
                 self.parts[f"{part}.{side}"] = self._first(f"{part}.{side}")
+
+    def fingers(self) -> dict[str, str]:
+        """'index2.L' (the finger, its segment from the hand, its side) -> the bone nearest the
+        root playing it; the finger told by the bone's name."""
+        out: dict[str, str] = {}
+        for name in self._by_depth(list(self.roles)):
+            found = re.fullmatch(r"(finger|thumb)([123])\.([LR])", self.roles[name])
+            if found is None:
+                continue
+            lower = name.lower()
+            finger = "thumb" if found.group(1) == "thumb" else next(
+                (f for f, words in _FINGERS.items() if any(w in lower for w in words)), "")
+            if finger:
+                out.setdefault(f"{finger}{found.group(2)}.{found.group(3)}", name)
+        return out
 
     @property
     def label(self) -> str:
@@ -209,6 +227,13 @@ def retarget_map(target_names: Sequence[str], target_parents: Mapping[str, str |
             for role in limb:
                 part = f"{role}.{side}"
                 pair(part, target.parts[part], source.parts[part], "POSE" if role in _POSE_LIMBS else "ORIENTATION")
+    fingers_t, fingers_s = target.fingers(), source.fingers()
+    for side in ("L", "R"):
+        for finger in ("thumb", *_FINGERS):
+            for segment in (1, 2, 3):
+                key = f"{finger}{segment}.{side}"
+                if key in fingers_t and key in fingers_s:
+                    pairs.append(RetargetPair(fingers_t[key], fingers_s[key], "ORIENTATION", 1.0))
     return pairs, missing
 
 
