@@ -194,6 +194,7 @@ def main() -> None:
     parser.add_argument("--up", choices=("Y", "Z"), default="Y")
     parser.add_argument("--json", type=Path, default=None)
     parser.add_argument("--blend", type=Path, default=None)
+    parser.add_argument("--target-scale", type=float, default=1.0, help="the target armature object's scale")
     parser.add_argument("--fk", action="store_true", help="a Rigify rig's limbs switched to FK before the map is filled")
     parser.add_argument("--ratio", action="store_true", help="time a Copy Rotation bake of the same frames too")
     parser.add_argument("--poses", type=Path, default=None, help="save the target's evaluated bone matrices (.npy)")
@@ -212,6 +213,10 @@ def main() -> None:
     first = 2 if args.rest == "axis" else 1
     frames = list(range(first, first + args.frames))
     target = make_target(args.rig)
+    if args.target_scale != 1.0:
+        bpy.ops.object.mode_set(mode="OBJECT")
+        target.scale = (args.target_scale,) * 3
+        bpy.context.view_layer.update()
     if args.fk:
         for side in "LR":
             for holder in ("upper_arm_parent", "thigh_parent"):

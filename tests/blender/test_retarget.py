@@ -134,6 +134,17 @@ def test_onto_the_metarig():
     assert len(target.welman_ik.retarget_map) > 15
 
 
+def test_a_clip_without_contacts_says_so():
+    """Contact settings no foot meets: nothing is planted, and the result says that no contact
+    was found rather than leaving the plants out without a word."""
+    source, target = _source_and(lambda: scenes.basic_human(pins=()))
+    target.welman_ik.contact_height = 0.0
+    target.welman_ik.contact_speed = 0.0
+    assert _retarget(target, source) == {"FINISHED"}
+    message = target.welman_ik.last_solve.message
+    assert "no foot contacts found in the clip" in message, message
+
+
 @pytest.mark.once
 def test_onto_a_mixamo_named_skeleton_keeps_its_own_action():
     def mixamo():

@@ -31,9 +31,9 @@ VARIANTS = {"tpose": ("tpose", INCH, "Y", INCH), "apose_cm": ("apose", 0.01, "Y"
 ENDS = ("hand.L", "hand.R", "foot.L", "foot.R", "spine.006")
 
 
-def _retargeted(tmp_path, name: str):
+def _retargeted(tmp_path, name: str, size: float = 1.0):
     """(matrices (frames, bones, 4, 4) of the target's evaluated pose, contacts found, target,
-    source, frames)."""
+    source, frames); ``size``: the target armature object's scale."""
     rest, metres, up, importer_scale = VARIANTS[name]
     path = tmp_path / f"{name}.bvh"
     bvh_variants.write_variant(FIXTURES / CLIP, path, rest=rest, scale=INCH / metres, up=up,
@@ -44,6 +44,7 @@ def _retargeted(tmp_path, name: str):
     source = bpy.context.object
     bpy.ops.object.select_all(action="DESELECT")
     target = scenes.basic_human(pins=())
+    target.scale = (size,) * 3
     assert bpy.ops.welman_ik.retarget_map_fill(source=source.name) == {"FINISHED"}
     first = 2 if rest == "axis" else 1  # the axis rest's T-pose frame comes first
     frames = list(range(first, first + FRAMES))
@@ -81,3 +82,16 @@ def test_the_same_motion_under_any_rest_units_and_up_axis(tmp_path):
         turn = np.einsum("fbji,fbjk->fbik", a[:, ends], b[:, ends])
         facing = np.degrees(np.arccos(np.clip((np.trace(turn, axis1=-2, axis2=-1) - 1.0) / 2.0, -1.0, 1.0)))
         assert facing.max() <= 5.0, (name, facing.max())
+
+
+@pytest.mark.once
+def test_a_character_of_another_size_moves_the_same_scaled(tmp_path):
+    """A character a hundred times larger (a rig in centimetres): the same contacts found (the
+    contact settings are for a grown person, scaled to the character), the same motion scaled,
+    every gate held."""
+    reference, plants, *_ = _retargeted(tmp_path, "tpose")
+    found, plants_large, target, *_ = _retargeted(tmp_path, "tpose", size=100.0)
+    assert plants and plants_large  # (without contacts found, the plants group is not reported)
+    assert target.welman_ik.last_solve.message.startswith("gates held"), target.welman_ik.last_solve.message
+    heads = np.linalg.norm(found[..., :3, 3] / 100.0 - reference[..., :3, 3], axis=-1)
+    assert heads.max() <= 1e-3

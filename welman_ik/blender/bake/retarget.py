@@ -106,6 +106,7 @@ class Retarget:
     # The rig's controls move the bones that show the body by constraints (a generated Rigify
     # rig's: its trunk's controls carry the limbs otherwise than their parents say).
     constrained: bool = False
+    sought: bool = False  # whether the source's foot contacts were looked for (and planted)
     twists: list = field(default_factory=list)  # the limbs the rig's own IK bends (``retarget_twist.Limb``)
 
     @property
@@ -369,6 +370,7 @@ def make(context, target, source, frames: list[int], scale: float, plants: bool)
         line.base = base
         retarget.offsets[i] = reach
     limbs.within_reach(retarget, target_roles)
+    retarget.sought = plants
     if plants:
         retarget.plants = retarget_feet.plants(context, retarget, legs, column, posed, lambda points: scaled(points) + shift)
         retarget_feet.under_the_source(retarget)

@@ -5,11 +5,13 @@ point kept above the target's floor (``above_floor``)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from types import SimpleNamespace
 
 import numpy as np
 
 from ...core.anatomy import alignment
 from ...core.contacts import ease
+from ..rig.retarget_map import body_unit
 from . import contacts
 from .retarget_pose import measured_bone
 
@@ -316,10 +318,18 @@ def _tail(matrices: np.ndarray, length: float) -> np.ndarray:
 def plants(context, retarget, legs: dict, column: dict, posed: np.ndarray, scaled) -> list[Plant]:
     """The source's foot contacts, each a plant of the target foot that follows it, at the
     target foot's own heel (its head) or toe (its tail). They are found (``contacts.plants``
-    under the target's contact settings) on the source's heel and toe paths scaled onto the
-    target (``scaled``), so that a clip finds the same contacts in any units. ``legs``: foot ->
+    under the target's contact settings, its lengths for a grown person scaled to the
+    target's body, ``retarget_map.body_unit``) on the source's heel and toe paths scaled onto
+    the target (``scaled``), so that a clip finds the same contacts in any units and onto a
+    character of any size. ``legs``: foot ->
     (thigh, shin) or None; ``posed``: the sampled source, its bones at ``column``."""
-    source, settings = retarget.source, retarget.target.welman_ik
+    source, own = retarget.source, retarget.target.welman_ik
+    # The contact settings are for a grown person in metres: as many times larger as the
+    # target's body is (a character in centimetres, a child).
+    size = body_unit(retarget.target)
+    settings = SimpleNamespace(contact_height=own.contact_height * size, contact_speed=own.contact_speed * size,
+                               contact_drift=own.contact_drift * size, contact_min_frames=own.contact_min_frames,
+                               contact_knee_bend=own.contact_knee_bend)
     scene = context.scene
     fps = scene.render.fps / scene.render.fps_base
     gap = round(CONTACT_GAP * fps)

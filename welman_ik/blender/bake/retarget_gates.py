@@ -15,17 +15,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...core import anatomy
 from ...core.anatomy.retarget import retarget_roles
 from ..rig.body import rest_ends
-from ..rig.retarget_map import bone_tree, rest_points
+from ..rig.retarget_map import body_unit, bone_tree
 from . import retarget_measure
 from .retarget import Retarget, unit
 from .retarget_pose import measured_bone
 from .retarget_twist import shortened
 
-HUMAN_LEG = 0.9  # [m] hip to ankle of a grown person, the body the length limits are given for
-LIMITS = {"plants": 0.001, "floor": 0.002, "planted": 0.005,  # [m] for a HUMAN_LEG leg
+LIMITS = {"plants": 0.001, "floor": 0.002, "planted": 0.005,  # [m] for a ``retarget_map.HUMAN_LEG`` leg
           "bends": math.radians(10.0), "facing": math.radians(15.0), "stretch": 0.01}
 ANGLES = frozenset({"bends", "facing"})
 LIMBS = (("thigh", "shin", "foot"), ("upper_arm", "forearm", "hand"))
@@ -49,14 +47,6 @@ class Gate:
     @property
     def held(self) -> bool:
         return self.value <= self.limit
-
-
-def body_unit(target) -> float:
-    """How many times a ``HUMAN_LEG`` leg the target's leg is (1 when it has none to measure)."""
-    try:
-        return anatomy.leg_length(rest_points(target), retarget_roles(*bone_tree(target))[1]) / HUMAN_LEG
-    except ValueError:
-        return 1.0
 
 
 def _first_by_role(obj, roles: dict | None = None) -> dict[str, str]:
@@ -117,6 +107,10 @@ def gates(retarget: Retarget, plant_errors: list[tuple[str, np.ndarray]], evalua
 
     if plant_errors:
         worst("plants", np.stack([e for _, e in plant_errors], axis=1), [b for b, _ in plant_errors], unit_length)
+    elif retarget.sought and any(line.group == "feet" and line.place for line in retarget.lines):  # said
+        out.append(Gate("plants", 0.0, LIMITS["plants"] * unit_length, frames[0], "",
+                        remark="no foot contacts found in the clip (Contact Height and Speed, for a grown person): "
+                               "the feet follow it, nothing planted"))
     limbs = limb_joints(retarget)
     feet = sorted({measured_bone(target, line.target) for line in retarget.lines if line.group == "feet"})
     deforming = [b.name for b in target.data.bones if b.use_deform]

@@ -52,6 +52,19 @@ def retarget_scale(target, source) -> float:
                        "give the scale instead") from error
 
 
+HUMAN_LEG = 0.9  # [m] hip to ankle of a grown person: the body lengths given for a human are for
+
+
+def body_unit(obj) -> float:
+    """How many times a ``HUMAN_LEG`` leg ``obj``'s leg is, hip to knee to ankle in the world
+    (1 when it has none to measure): what a length given for a grown person in metres is
+    multiplied by for this character (a rig in centimetres, a child, a giant)."""
+    try:
+        return anatomy.leg_length(rest_points(obj), retarget_roles(*bone_tree(obj))[1]) / HUMAN_LEG
+    except ValueError:
+        return 1.0
+
+
 # A generated Rigify rig's limbs: the bone holding the IK/FK switch, the FK controls, and the IK
 # control an animator keys instead when the switch says IK (the limb's end; the rig's IK
 # chain bends the limb, its knee or elbow pointing as the rig's own setting has it).
