@@ -35,7 +35,7 @@ def close_loop(plan, log, sampling, measure, results: dict) -> dict[int, Measure
                      for bone, anchor, target, weight, priority
                      in zip(bones, anchors, targets, weights, log.priorities[frame])]
             goals += measure.shaped_goals(model, frame)
-            problem = Problem(sample.skeleton, goals, tolerance=s.tolerance, max_iterations=s.max_iterations,
+            problem = Problem(sample.skeleton, goals, tolerance=plan.tolerance, max_iterations=s.max_iterations,
                               damping=s.damping, reference=preferred_pose(s.reference, sample.q0),
                               reference_weight=s.reference_weight, ranges=sample.ranges)
             result = SOLVERS[s.solver](problem, sample.q0)
@@ -50,14 +50,14 @@ def close_retarget_loop(plan, sampling, results: dict, passes: int = CORRECTION_
     end solved again from the baked pose with the tree built there, and written again, at most
     ``passes`` times while frames miss and each pass gets them closer."""
     s, retarget = plan.settings, plan.source
-    frames = missed_frames(retarget, s.tolerance)
+    frames = missed_frames(retarget, plan.tolerance)
     for _ in range(passes):
         if not frames:
             return
         for frame in frames:
             sample = sampling.at(frame)
             model = sample.tree.model
-            problem = Problem(sample.skeleton, retarget.goals(sample.tree, retarget.index(frame)), tolerance=s.tolerance,
+            problem = Problem(sample.skeleton, retarget.goals(sample.tree, retarget.index(frame)), tolerance=plan.tolerance,
                               max_iterations=s.max_iterations, damping=s.damping,
                               reference=preferred_pose(s.reference, sample.q0), reference_weight=s.reference_weight,
                               ranges=sample.ranges, rescue=False)
@@ -66,7 +66,7 @@ def close_retarget_loop(plan, sampling, results: dict, passes: int = CORRECTION_
                 results[frame] = {name: value for name, value in model.channels(result.q).items()
                                   if name in results[frame]}
         write_keys(plan.obj, results)
-        before, frames = frames, missed_frames(retarget, s.tolerance, list(frames))
+        before, frames = frames, missed_frames(retarget, plan.tolerance, list(frames))
         # A frame whose miss the last pass did not shrink (a goal the rig cannot meet as the
         # tree models it) is not solved again.
         frames = {f: miss for f, miss in frames.items() if miss < IMPROVED * before[f]}

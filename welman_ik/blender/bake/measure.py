@@ -39,7 +39,7 @@ class BakeMeasure:
         """Each baked frame's goals measured on the pose Blender evaluates from the written
         action (constraints and drivers included): one evaluation per frame, the points read
         there, the distances of the frames with the same goals worked out together."""
-        scene, tolerance = self.plan.context.scene, self.plan.settings.tolerance
+        scene, tolerance = self.plan.context.scene, self.plan.tolerance
         frames = sorted(self.log.positions)
         evaluated, shaped, shaped_own = {}, {}, {}
         for frame in frames:

@@ -95,6 +95,13 @@ class BakePlan:
         return self.obj.welman_ik
 
     @property
+    def tolerance(self) -> float:
+        """[m] how near a goal counts as met: the setting, in the source's own length unit when
+        the goals come from one (a retarget onto a character in centimetres asks the same share
+        of its size as onto one in metres)."""
+        return self.settings.tolerance * (self.source.length_unit if self.source is not None else 1.0)
+
+    @property
     def priorities(self) -> tuple[int, int]:
         """(pins', edit's) priority: an edit is prioritised as its drag is, below the pins
         (they hold, it takes what is left), or with pins_first off, above them."""

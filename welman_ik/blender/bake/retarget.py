@@ -39,7 +39,7 @@ from ...core import FloorGoal, OrientationGoal, PositionGoal, TogetherGoal
 from ...core.anatomy.retarget import retarget_roles
 from ..rig.body import pose_matrices, rest_ends, rest_matrices
 from ..rig.model import RigError, chain_to_root
-from ..rig.retarget_map import bone_tree
+from ..rig.retarget_map import body_unit, bone_tree
 from . import contacts, retarget_feet, retarget_pose, retarget_twist
 from . import retarget_limbs as limbs
 from .retarget_feet import Plant, unit
@@ -107,6 +107,7 @@ class Retarget:
     # rig's: its trunk's controls carry the limbs otherwise than their parents say).
     constrained: bool = False
     sought: bool = False  # whether the source's foot contacts were looked for (and planted)
+    length_unit: float = 1.0  # the target's body against a grown person's (``retarget_map.body_unit``)
     twists: list = field(default_factory=list)  # the limbs the rig's own IK bends (``retarget_twist.Limb``)
 
     @property
@@ -371,6 +372,7 @@ def make(context, target, source, frames: list[int], scale: float, plants: bool)
         retarget.offsets[i] = reach
     limbs.within_reach(retarget, target_roles)
     retarget.sought = plants
+    retarget.length_unit = body_unit(target)
     if plants:
         retarget.plants = retarget_feet.plants(context, retarget, legs, column, posed, lambda points: scaled(points) + shift)
         retarget_feet.under_the_source(retarget)

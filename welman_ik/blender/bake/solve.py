@@ -50,7 +50,7 @@ class FrameSolver:
         preferred = q_start
         if source is not None and source.prefers_animated:  # its own pose, and the solve starts there
             preferred = start = sample.q0
-        problem = Problem(sample.skeleton, goals.goals, tolerance=s.tolerance, max_iterations=s.max_iterations,
+        problem = Problem(sample.skeleton, goals.goals, tolerance=self.plan.tolerance, max_iterations=s.max_iterations,
                           damping=s.damping, reference=preferred_pose(s.reference, preferred),
                           reference_weight=s.reference_weight, ranges=sample.ranges,
                           rescue=source is None or source.rescue)

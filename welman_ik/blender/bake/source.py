@@ -13,6 +13,7 @@ class GoalSource(Protocol):
     frames: list[int]
     rescue: bool  # whether a frame's solve may try the single solve's rescues
     keys_mechanism: bool  # whether the rig's driven and hidden bones are keyed too
+    length_unit: float  # how many metres-for-a-grown-person one of its lengths is (its tolerance scales by it)
     prefers_animated: bool  # whether each frame's preferred pose and the solve's start are its animated
     # pose itself, not with the last frame's correction carried on (the source eases its own goals)
 
