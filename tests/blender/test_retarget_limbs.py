@@ -124,13 +124,13 @@ def test_a_generated_rigify_rig_upright_its_knees_and_elbows_bent_in_the_sources
     assert stretch.error == pytest.approx(float(np.abs(np.where(along > 1.0, along - 1.0, 0.0)).max()), abs=1e-3)
 
 
-def _lifting(plants: list, prefers_animated: bool = False):
+def _lifting(plants: list):
     """A retarget of one foot standing 0.05 above its floor on every frame, lined up flat
     (its toe 0.1 ahead of its ankle and 0.04 below), with ``plants``."""
     from types import SimpleNamespace
 
     count = 30
-    return SimpleNamespace(frames=list(range(count)), plants=plants, prefers_animated=prefers_animated,
+    return SimpleNamespace(frames=list(range(count)), plants=plants,
                            lines=[SimpleNamespace(target="foot", group="feet")],
                            places={0: np.tile([0.0, 0.0, 0.15], (count, 1))}, turns={0: np.tile(np.eye(3), (count, 1, 1))})
 
@@ -153,9 +153,9 @@ def test_a_toe_planted_alone_between_heel_plants_does_not_bob_the_body(monkeypat
     lift = retarget_feet.body_lift(_lifting(plants))
     reach = retarget_feet.PITCH * np.linalg.norm(toe)
     assert np.allclose(lift[10:20], -0.02 - (0.15 - reach)) and np.allclose(lift[:10], -0.05)
-    # Where the lined-up pose is the solve's start, a toe asks as a heel does.
-    monkeypatch.setattr(retarget_feet, "floor_height", lambda retarget, plant: 0.10 if plant.heel else 0.06)
-    assert np.allclose(retarget_feet.body_lift(_lifting(plants, prefers_animated=True))[10:20], 0.06 - 0.11)
+    # With a heel planted on those frames too, the toe's leg puts it down: the body follows the heel.
+    held = [retarget_feet.Plant("foot", heel, heel, 0, 29, heel=True), retarget_feet.Plant("foot", toe, toe, 10, 19)]
+    assert np.allclose(retarget_feet.body_lift(_lifting(held)), -0.05)
 
 
 @pytest.mark.once

@@ -185,7 +185,9 @@ def body_lift(retarget, frames: int = 0) -> np.ndarray | None:
     pitching puts it down: it only bounds the body's height to where pitching still reaches
     the floor (a source whose ankle stands higher above its toe than the target's would
     otherwise bend both knees to put the target's toe down, and the body would bob up and down
-    by the difference as the heels and toes take turns). Before the first heel's plant and
+    by the difference as the heels and toes take turns); where a heel is planted too, not even
+    that (the toe's own leg bends to put it down: a kneel on one toe would otherwise lower the
+    whole body and over-bend the other knee). Before the first heel's plant and
     after the last, where there is nothing else to follow, the toes ask as far as pitching
     does not reach, from ``frames`` beyond the heels' on (the body eases to it, never in one
     frame)."""
@@ -210,6 +212,7 @@ def body_lift(retarget, frames: int = 0) -> np.ndarray | None:
         asked[span] = np.minimum(asked[span], ask)
     at = np.arange(count)
     known = np.isfinite(asked)
+    bound[known] = np.inf  # where a heel is planted, a toe planted too comes down by its own leg
     # Before the first heel and after the last, nothing to follow but the toes' own asks, taken
     # from ``frames`` beyond the heels' (the body eases to them, never in one frame).
     outside = ((at < at[known][0] - frames) | (at > at[known][-1] + frames) if known.any()
