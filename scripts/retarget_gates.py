@@ -178,7 +178,15 @@ def gates(source, target, frames, fps: float) -> dict:
 
 
 def make_target(rig: str):
-    """The target rig named ``rig``: a metarig (basic or full human), or a Rigify rig generated from one."""
+    """The target rig named ``rig``: a metarig (basic or full human), a Rigify rig generated from
+    one, or the Mixamo fixture's skeleton, its motion taken off (a character rigged by Mixamo)."""
+    if rig == "mixamo":
+        bpy.ops.object.mode_set(mode="OBJECT") if bpy.context.object else None
+        target = import_clip(FIXTURES / "mixamo_clip.bvh", "cm", "Y")
+        target.animation_data_clear()
+        target.name = "character"
+        bpy.ops.object.mode_set(mode="POSE")
+        return target
     if rig in ("metarig", "human"):
         return scenes.basic_human(pins=()) if rig == "metarig" else scenes.human(pins=())
     return scenes.generated_rigify(metarig=scenes.human if rig == "rigify_human" else None)
@@ -188,7 +196,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("clip", nargs="?", default="pymo_walk.bvh")
     parser.add_argument("frames", nargs="?", type=int, default=200)
-    parser.add_argument("--rig", choices=("metarig", "rigify", "human", "rigify_human"), default="metarig")
+    parser.add_argument("--rig", choices=("metarig", "rigify", "human", "rigify_human", "mixamo"), default="metarig")
     parser.add_argument("--rest", default="tpose")
     parser.add_argument("--units", default=None)
     parser.add_argument("--up", choices=("Y", "Z"), default="Y")
