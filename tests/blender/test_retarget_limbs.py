@@ -190,3 +190,35 @@ def test_a_generated_rigify_rig_with_its_limbs_in_fk_holds_every_gate():
         if bone in {"spine_fk", "spine_fk.001", "tweak_spine"} and "rotation" in curve.data_path:
             rest = 1.0 if curve.data_path.endswith("quaternion") and curve.array_index == 0 else 0.0
             assert all(abs(k.co[1] - rest) < 1e-6 for k in curve.keyframe_points), curve.data_path
+
+
+@pytest.mark.once
+def test_a_source_without_hands_moves_a_rigify_rigs_ik_arms():
+    """The walk with its hand bones taken out, onto a generated Rigify rig whose arms are in IK:
+    each IK hand is held at the end of the source's forearm, turned as it, so the arms follow
+    the source's (they stayed at rest before, and the forearms stretched to reach)."""
+    scenes.empty_scene()
+    source = import_clip("pymo_walk.bvh")
+    bpy.ops.object.mode_set(mode="EDIT")
+    bones = source.data.edit_bones
+    for name in [b.name for b in bones if "Hand" in b.name]:
+        bones.remove(bones[name])
+    bpy.ops.object.mode_set(mode="OBJECT")
+    source.select_set(False)
+    target = scenes.generated_rigify()
+    bpy.ops.welman_ik.retarget_map_fill(source=source.name)
+    by_target = {item.target_bone: item.source_bone for item in target.welman_ik.retarget_map}
+    assert by_target["hand_ik.L"] == "LeftForeArm" and by_target["hand_ik.R"] == "RightForeArm"
+    frames = list(range(1, 61))
+    assert bpy.ops.welman_ik.retarget(source=source.name, frame_start=frames[0], frame_end=frames[-1]) == {"FINISHED"}
+    assert target.welman_ik.last_solve.converged, target.welman_ik.last_solve.message
+    pose_t, world_t = retarget_gates.pose_matrices(target, ["DEF-upper_arm.L", "DEF-forearm.R", "DEF-hand.R"], frames)
+    pose_s, world_s = retarget_gates.pose_matrices(source, ["LeftArm", "RightForeArm"], frames)
+    along_t = (world_t[:, None] @ pose_t)[..., :3, 1]
+    along_s = (world_s[:, None] @ pose_s)[..., :3, 1]
+    along_t /= np.linalg.norm(along_t, axis=-1, keepdims=True)
+    along_s /= np.linalg.norm(along_s, axis=-1, keepdims=True)
+    off = np.degrees(np.arccos(np.clip(np.einsum("fbi,fbi->fb", along_t[:, :2], along_s), -1.0, 1.0)))
+    assert off.max() <= 10.0  # the upper arm and forearm as the source's
+    hand = np.degrees(np.arccos(np.clip(np.einsum("fi,fi->f", along_t[:, 2], along_t[:, 1]), -1.0, 1.0)))
+    assert hand.max() <= 10.0  # the hand along its forearm

@@ -560,3 +560,15 @@ def test_exported_from_the_anatomy_package():
     assert all(getattr(anatomy, name) is getattr(retarget, name) for name in retarget.__all__)
     assert set(retarget.__all__) <= set(anatomy.__all__)
     assert RetargetPair._fields == ("target_bone", "source_bone", "kind", "weight")
+
+
+def test_a_source_without_hands_gives_the_target_hands_its_forearms():
+    """No hand bones in the source: each target hand follows the source's forearm in pose (held
+    at its end by the Blender layer), and no hand is reported missing."""
+    names, parents = bvh("pymo_walk.bvh")
+    handless = [n for n in names if "Hand" not in n]
+    pairs, missing = retarget_map(*rig(METARIG), handless, {n: parents[n] for n in handless})
+    assert ("hand.L", "LeftForeArm", "POSE", 1.0) in as_tuples(pairs)
+    assert ("hand.R", "RightForeArm", "POSE", 1.0) in as_tuples(pairs)
+    assert ("forearm.L", "LeftForeArm", "ORIENTATION", 1.0) in as_tuples(pairs)
+    assert not any("hand" in line for line in missing)

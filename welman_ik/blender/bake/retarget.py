@@ -52,6 +52,9 @@ LIMB_PARTS = frozenset({"thigh", "shin", "foot", "upper_arm", "forearm", "hand"}
 TRUNK_ROLES = ("spine", "chest", "neck", "clavicle", "hips", "pelvis", "torso")
 
 
+END = "\N{RIGHTWARDS ARROW}end"  # after a source bone's name: the end of that bone (a hand the source lacks)
+
+
 def _group(source_role: str) -> str:
     for word, group in (("hand", "hands"), ("foot", "feet"), ("head", "head")):
         if source_role.startswith(word):
@@ -283,11 +286,15 @@ def make(context, target, source, frames: list[int], scale: float, plants: bool)
     source_roles = retarget_roles(*bone_tree(source))[1]
     target_roles = retarget_roles(*bone_tree(target))[1]
     lines = []
+    ends = {}  # a forearm whose end a hand follows (the source has no hand) -> the name its end goes by
     for item in settings.retarget_map:
         kind = item.kind
-        lines.append(Line(item.target_bone, item.source_bone, kind in {"POSITION", "POSE"},
-                          kind in {"ORIENTATION", "POSE"}, float(item.weight), _group(source_roles.get(item.source_bone,
-                                                                                                       ""))))
+        source_bone, role = item.source_bone, source_roles.get(item.source_bone, "")
+        if role.startswith("forearm.") and kind in {"POSITION", "POSE"}:  # a hand held at the forearm's end
+            source_bone = ends.setdefault(item.source_bone, item.source_bone + END)
+            source_roles[source_bone] = "hand." + role.rpartition(".")[2]
+        lines.append(Line(item.target_bone, source_bone, kind in {"POSITION", "POSE"},
+                          kind in {"ORIENTATION", "POSE"}, float(item.weight), _group(source_roles.get(source_bone, ""))))
     placed = [i for i, line in enumerate(lines) if line.place and not line.group]
     if placed:  # the body's root: the placed line nearest the source's root that is not an end
         depth = {name: len(chain_to_root(source.pose.bones[name])) for name in (lines[i].source for i in placed)}
@@ -304,14 +311,22 @@ def make(context, target, source, frames: list[int], scale: float, plants: bool)
     legs = {line.source: contacts.leg_of(source, line.source, source_roles)
             for line in lines if plants and line.group == "feet" and line.place}
     body_s, body_t = retarget_pose.body_bones(source_roles), retarget_pose.body_bones(target_roles)
-    source_bones = sorted({line.source for line in lines} | {a for a, *_ in anchors.values() if a is not None}
-                          | {bone for leg in legs.values() if leg is not None for bone in leg}
-                          | {b for b in body_s if b}
-                          | {n for n, r in source_roles.items() if r.partition(".")[0] in LIMB_PARTS})
-    column = {name: k for k, name in enumerate(source_bones)}
+    source_bones = sorted(({line.source for line in lines} | {a for a, *_ in anchors.values() if a is not None}
+                           | {bone for leg in legs.values() if leg is not None for bone in leg}
+                           | {b for b in body_s if b} | set(ends)
+                           | {n for n, r in source_roles.items() if r.partition(".")[0] in LIMB_PARTS})
+                          - set(ends.values()))
     pose, world = pose_matrices(source, source_bones, frames)
     posed = world[:, None] @ pose  # (frames, bones, 4, 4) in the world
     rest_source = np.array(world[0]) @ rest_matrices(source, source_bones)
+    for bone, end in ends.items():  # the forearm's end, turned as the forearm
+        k = source_bones.index(bone)
+        matrix = posed[:, k].copy()
+        matrix[:, :3, 3] = retarget_feet._tail(posed[:, k], source.data.bones[bone].length)
+        posed = np.concatenate([posed, matrix[:, None]], axis=1)
+        rest_source = np.concatenate([rest_source, rest_source[k][None]])
+        source_bones.append(end)
+    column = {name: k for k, name in enumerate(source_bones)}
     target_world = np.array(target.matrix_world, dtype=float)
     targets = sorted({line.target for line in lines})
     retarget.rest = dict(zip(targets, target_world @ rest_matrices(target, targets)))

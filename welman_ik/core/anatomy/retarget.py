@@ -10,7 +10,8 @@ orientation ('ORIENTATION') or in both ('POSE'), with a weight:
   shorter chain resampled so that the first bone follows the first and the last the last (a
   generated Rigify target's trunk by its hips and chest controls, its FK spine left alone);
 - the head, the hands and the feet follow in pose; the clavicles, upper arms, forearms,
-  thighs, shins and toes in orientation;
+  thighs, shins and toes in orientation; a target's hand whose source has none follows the
+  source's forearm in pose (the Blender layer holds it at the forearm's end);
 - each finger's and thumb's segments follow the same finger's, segment by segment, in
   orientation, where both sides have them (the finger told by its name: thumb, index,
   middle, ring, pinky or little); palms are not paired.
@@ -226,6 +227,10 @@ def retarget_map(target_names: Sequence[str], target_parents: Mapping[str, str |
         for side in ("L", "R"):
             for role in limb:
                 part = f"{role}.{side}"
+                if role == "hand" and target.parts[part] and not source.parts[part] and source.parts[f"forearm.{side}"]:
+                    # No hand in the source: the target's follows the end of its forearm, turned as it.
+                    pairs.append(RetargetPair(target.parts[part], source.parts[f"forearm.{side}"], "POSE", 1.0))
+                    continue
                 pair(part, target.parts[part], source.parts[part], "POSE" if role in _POSE_LIMBS else "ORIENTATION")
     fingers_t, fingers_s = target.fingers(), source.fingers()
     for side in ("L", "R"):
