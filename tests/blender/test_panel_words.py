@@ -15,6 +15,7 @@ from conftest import pin, pin_by_kind
 from welman_ik.blender.drag import operator as drag_operator
 from welman_ik.blender.drag.session import DragSession
 from welman_ik.blender.rig import properties, views
+from welman_ik.blender.rig import units as units_module
 from welman_ik.blender.rig.units import length_text
 from welman_ik.blender.ui import panel
 
@@ -122,24 +123,29 @@ def units():
 
 
 def test_lengths_in_the_scene_units(units):
+    """Three significant digits in the unit of the scene's system that reads best, whichever
+    single unit its fields show; times in ms below a second, in s above."""
     scene = bpy.context.scene
     units.system, units.length_unit, units.scale_length = "METRIC", "METERS", 1.0
-    assert length_text(scene, 3.214e-6) == "0.00000321 m"
-    assert length_text(scene, 0.9996) == "1.00 m"  # rounded into the next decade
-    units.length_unit = "MILLIMETERS"
-    assert length_text(scene, 3.214e-6) == "0.00321 mm"
+    assert length_text(scene, 3.08e-7) == "0.308 µm"
+    assert length_text(scene, 3.214e-6) == "3.21 µm"
+    assert length_text(scene, 2.81e-3) == "2.81 mm"
+    assert length_text(scene, 1.35) == "1.35 m"
+    assert length_text(scene, 0.9996) == "1.00 m"  # rounded into the next unit
+    assert length_text(scene, 0.0) == "0 µm"
+    units.length_unit = "MILLIMETERS"  # (the fields' unit: the figures read best all the same)
+    assert length_text(scene, 3.214e-6) == "3.21 µm"
     units.scale_length = 0.01  # one Blender unit is a centimetre
-    assert length_text(scene, 1.0) == "10.0 mm"
+    assert length_text(scene, 1.0) == "1.00 cm"
     units.scale_length = 1.0
     units.length_unit = "ADAPTIVE"
-    assert length_text(scene, 3.214e-6).replace(" ", "") == "3.21µm"
-    assert length_text(scene, 3.0e-8) == "0.0300 µm"  # below what Blender's own adaptive display shows
+    assert length_text(scene, 3.0e-8) == "0.0300 µm"  # below the smallest unit: in it
     units.system, units.length_unit = "IMPERIAL", "INCHES"
     assert length_text(scene, 0.0254) == '1.00"'
-    units.length_unit = "FEET"
     assert length_text(scene, 1.5) == "4.92'"
     units.system = "NONE"
     assert length_text(scene, 0.5) == "0.500"
+    assert units_module.time_text(112982.23) == "113 s" and units_module.time_text(2.834) == "2.83 ms"
 
 
 def test_the_pins_list_filters_by_the_names_it_shows(human):

@@ -13,7 +13,7 @@ from bpy.props import FloatProperty, FloatVectorProperty, StringProperty
 from ..rig import views
 from ..rig.model import RigError
 from ..rig.polls import ArmatureOperator
-from ..rig.units import length_text
+from ..rig.units import length_text, time_text
 from . import session, solver, viewport
 from .state import DRAG_STATE
 
@@ -206,7 +206,7 @@ class WELMAN_IK_OT_drag(ModalDrag, ArmatureOperator, bpy.types.Operator):
         scene = context.scene
         text = (f"{session.SOLVER_NAMES.get(obj.welman_ik.solver)}: {figures.result.iterations} iterations, "
                 f"drag error {length_text(scene, figures.drag_error)}, largest pin error "
-                f"{length_text(scene, figures.max_pin_error)} (evaluated), {figures.milliseconds:.1f} ms")
+                f"{length_text(scene, figures.max_pin_error)} (evaluated), {time_text(figures.milliseconds)}")
         if figures.converged:
             self.report({"INFO"}, text)
         else:

@@ -1,12 +1,10 @@
-"""Lengths as the scene shows them: in its unit system, its length unit and its unit scale,
-the way Blender's own fields show them (the panel's figures, the drag's header), so a
-tolerance and the errors measured against it read in the same unit."""
+"""Lengths and times as a person reads them (the panel's figures, the drag's header, the
+reports): lengths in the scene's unit system and unit scale, in the unit of that system they
+read best in, with three significant digits; times in ms below a second, in s above."""
 
 from __future__ import annotations
 
 import math
-
-import bpy
 
 # Blender's fixed length units: metres per unit, and the symbol its fields show.
 LENGTH_UNITS = {
@@ -17,22 +15,32 @@ LENGTH_UNITS = {
 DIGITS = 3  # significant digits
 
 
+# The units a length reads best in, per unit system, smallest first: the largest one the
+# length is at least one of (a pin error of 3.08e-7 m is '0.308 µm', a reach '1.35 m').
+READABLE = {"METRIC": ("MICROMETERS", "MILLIMETERS", "CENTIMETERS", "METERS", "KILOMETERS"),
+            "IMPERIAL": ("THOU", "INCHES", "FEET", "MILES")}
+
+
 def length_text(scene, metres: float) -> str:
-    """``metres`` (scene units: Blender units) as the scene's fields show lengths: 'ADAPTIVE'
-    picks the unit (Blender's ``bpy.utils.units``; below its smallest unit's display, the
-    smallest unit with ``DIGITS`` significant digits), a fixed unit keeps to it with
-    ``DIGITS`` significant digits (a small error in metres: '0.00000321 m')."""
+    """``metres`` (scene units: Blender units) in the scene's unit system and unit scale, with
+    ``DIGITS`` significant digits in the unit of that system it reads best in (``READABLE``:
+    '0.308 µm', '2.81 mm', '1.35 m', '4.92\''), whatever single unit the scene's fields show;
+    without a unit system, the bare number."""
     settings = scene.unit_settings if scene is not None else None
-    if settings is None or settings.system == "NONE":
+    if settings is None or settings.system not in READABLE:
         return _digits(metres)
     value = metres * settings.scale_length
-    unit = LENGTH_UNITS.get(settings.length_unit)
-    if unit is None:  # 'ADAPTIVE'
-        smallest = LENGTH_UNITS["MICROMETERS" if settings.system == "METRIC" else "THOU"]
-        if value != 0.0 and abs(value) < smallest[0]:
-            return _with_symbol(value / smallest[0], smallest[1])
-        return bpy.utils.units.to_string(settings.system, "LENGTH", value, precision=DIGITS)
+    units = [LENGTH_UNITS[name] for name in READABLE[settings.system]]
+    rounded = abs(float(f"{value:.{DIGITS - 1}e}")) if math.isfinite(value) else 0.0  # (0.9996 m is 1.00 m)
+    unit = next((u for u in reversed(units) if rounded >= u[0] * (1.0 - 1e-12)), units[0])
     return _with_symbol(value / unit[0], unit[1])
+
+
+def time_text(milliseconds: float) -> str:
+    """A duration with ``DIGITS`` significant digits: in ms below a second, in s above."""
+    if math.isfinite(milliseconds) and abs(milliseconds) >= 1000.0:
+        return f"{_digits(milliseconds / 1000.0)} s"
+    return f"{_digits(milliseconds)} ms"
 
 
 def _with_symbol(value: float, symbol: str) -> str:

@@ -8,7 +8,7 @@ import textwrap
 import bpy
 
 from ..rig.polls import ArmatureOperator, linked_refusal
-from ..rig.units import length_text
+from ..rig.units import length_text, time_text
 
 NAMINGS = {"RIGIFY": "Rigify", "METARIG": "Rigify metarig", "MIXAMO": "Mixamo", "BVH": "BVH"}
 JOINT_RANGES = "welman_ik.joint_ranges"
@@ -346,7 +346,7 @@ class WELMAN_IK_PT_last_solve(SidebarPanel, bpy.types.Panel):
         if getattr(last, "eased_frames", 0):  # a bake whose goals were eased near an open range end
             col.label(text=f"Eased goals: {length_text(scene, last.eased_pin_error)}")
             col.label(text=f"Eased frames: {last.eased_frames}")
-        col.label(text=f"Time: {last.milliseconds:.2f} ms")
+        col.label(text=f"Time: {time_text(last.milliseconds)}")
         col.label(text="Converged" if last.converged else "Not converged",
                   icon="CHECKMARK" if last.converged else "ERROR")
         message = getattr(last, "message", "")
