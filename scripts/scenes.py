@@ -37,18 +37,18 @@ def empty_scene() -> None:
 
 def basic_human(pins=DEMO_PINS):
     """The Rigify basic human metarig in pose mode, with position pins on ``pins``."""
-    addon_utils.enable("rigify", default_set=True)
-    bpy.ops.object.armature_basic_human_metarig_add()
-    obj = bpy.context.object
-    bpy.ops.object.mode_set(mode="POSE")
-    pin_bones(obj, pins)
-    return obj
+    return _metarig(bpy.ops.object.armature_basic_human_metarig_add, pins)
 
 
 def human(pins=()):
     """The Rigify human metarig (fingers, face) in pose mode, with position pins on ``pins``."""
+    return _metarig(bpy.ops.object.armature_human_metarig_add, pins)
+
+
+def _metarig(add, pins):
+    """The metarig Rigify's ``add`` operator adds, in pose mode, with position pins on ``pins``."""
     addon_utils.enable("rigify", default_set=True)
-    bpy.ops.object.armature_human_metarig_add()
+    add()
     obj = bpy.context.object
     bpy.ops.object.mode_set(mode="POSE")
     pin_bones(obj, pins)

@@ -100,6 +100,8 @@ def within_legs(retarget: Retarget, target_roles: dict, frames: int) -> None:
     count = len(retarget.frames)
     need = np.zeros(count)
     planted = {bone: np.zeros(count, dtype=bool) for bone in feet}
+    bones = retarget.target.data.bones
+    scale = np.cbrt(abs(np.linalg.det(np.array(retarget.target.matrix_world, dtype=float)[:3, :3])))
     for plant in retarget.plants:
         i = feet.get(plant.bone)
         side = retarget.source_roles.get(retarget.lines[i].source, "").rpartition(".")[2] if i is not None else ""
@@ -108,8 +110,6 @@ def within_legs(retarget: Retarget, target_roles: dict, frames: int) -> None:
             continue
         span = slice(plant.first, plant.last + 1)
         planted[plant.bone][span] = True
-        bones = retarget.target.data.bones
-        scale = np.cbrt(abs(np.linalg.det(np.array(retarget.target.matrix_world, dtype=float)[:3, :3])))
         length = 0.999 * scale * (bones[names[0]].length + bones[names[1]].length)
         ankle = plant.point - retarget.turns[i][span] @ plant.local
         way = retarget.heads[names[0]][span] - ankle
