@@ -84,7 +84,7 @@ def test_always_keys_every_moved_bone(human):
 
 def test_a_hand_drag_keys_only_the_bones_that_visibly_moved(human):
     """Feet and the left hand pinned, the right hand dragged out and up in steps: the legs and
-    the left arm change by rounding only (1e-8 rad), and get no keys; after leaving the frame
+    the left arm change by rounding at most, and get no keys; after leaving the frame
     and coming back, the keyed pose still holds every pin and the dragged hand."""
     human.welman_ik.keyframes = "ALWAYS"
     human.welman_ik.reference = "START"
@@ -97,9 +97,8 @@ def test_a_hand_drag_keys_only_the_bones_that_visibly_moved(human):
     after = channels(human)
     changed = {n for n in after if after[n] != before[n]}
     keyed = _animated(human)
-    assert {"hand.R", "forearm.R", "upper_arm.R"} <= keyed <= changed
+    assert {"forearm.R", "upper_arm.R"} <= keyed <= changed  # (the hand keeps its turn on the forearm)
     assert not keyed & {"thigh.L", "shin.L", "foot.L", "thigh.R", "shin.R", "foot.R"}
-    assert changed - keyed  # the rounding moved some, which are left unkeyed
     angle, length = keyframes.key_thresholds(human, human.welman_ik.tolerance)
     assert 0.0 < angle < 1e-5 and length == pytest.approx(0.5 * human.welman_ik.tolerance)
     bpy.context.scene.frame_set(1)

@@ -10,7 +10,7 @@ import bpy
 import numpy as np
 import pytest
 import scenes
-from conftest import pin_errors, world_point
+from conftest import drag, pin_errors, world_point
 
 from welman_ik.blender.drag.session import DragSession
 
@@ -69,3 +69,51 @@ def test_hand_out_and_back_gives_back_the_start_pose(standing, solver, reference
         assert worst <= worst_degrees, (worst, worst_bone)
     else:
         assert worst > 2.0, worst
+
+
+def arm_posture(obj) -> tuple[float, float]:
+    """(wrist [deg], elbow [m]) of the evaluated pose: the hand's Y axis off the forearm's, and
+    the world-Z part of the elbow's offset from the line from the shoulder to the wrist."""
+    bpy.context.view_layer.update()
+    hand, forearm = ((obj.matrix_world @ obj.pose.bones[n].matrix).to_3x3().col[1].normalized()
+                     for n in ("hand.R", "forearm.R"))
+    wrist = float(np.degrees(hand.angle(forearm, 0.0)))
+    shoulder, elbow, joint = (world_point(obj, n, 0.0) for n in ("upper_arm.R", "forearm.R", "hand.R"))
+    line = (joint - shoulder) / np.linalg.norm(joint - shoulder)
+    offset = (elbow - shoulder) - np.dot(elbow - shoulder, line) * line
+    return wrist, float(offset[2])
+
+
+@pytest.mark.parametrize("solver", ["SR_INVERSE", "QUASI_NEWTON", "CCD", "JACOBIAN_TRANSPOSE"])
+def test_the_arm_reaches_as_a_person_does(solver):
+    """Feet pinned, the human ranges, hand.R dragged in one drag 0.8 of the arm's length from
+    the shoulder up, out to the side, forward and across the chest: the wrist within 25
+    degrees of the forearm's line and the elbow at most 2 cm above the shoulder-wrist line
+    (before the arm's posture: up to 60-92 degrees and 2-8 cm), the hand on its target, the
+    trunk where it was (``scripts/bench_reaches.py`` measures every case)."""
+    scenes.empty_scene()
+    obj = scenes.basic_human(pins=scenes.FEET)
+    obj.welman_ik.keyframes = "NEVER"
+    obj.welman_ik.solver = solver
+    with scenes.quiet():
+        assert bpy.ops.welman_ik.joint_ranges(preset="AUTO") == {"FINISHED"}
+    bpy.context.view_layer.update()
+    root = world_point(obj, "upper_arm.R", 0.0)
+    length = sum(obj.pose.bones[b].bone.length for b in ("upper_arm.R", "forearm.R", "hand.R"))
+    side = root - world_point(obj, "spine.003", 0.0)
+    side[2] = 0.0
+    side /= np.linalg.norm(side)
+    forward = np.array([0.0, -1.0, 0.0])
+    across = -0.6 * side + 0.8 * forward
+    ways = {"up": np.array([0.0, 0.0, 1.0]), "side": side, "forward": forward, "across": across / np.linalg.norm(across)}
+    start = {pb.name: pb.matrix_basis.copy() for pb in obj.pose.bones}
+    chest = world_rotations(obj)["spine.003"]
+    for name, way in ways.items():
+        for pb in obj.pose.bones:
+            pb.matrix_basis = start[pb.name]
+        target = root + 0.8 * length * way
+        assert drag("hand.R", target) == {"FINISHED"}, name
+        wrist, elbow = arm_posture(obj)
+        assert np.linalg.norm(world_point(obj, "hand.R") - target) <= 1e-3, name
+        assert wrist <= 25.0 and elbow <= 0.02, (name, wrist, elbow)
+        assert angle(chest, world_rotations(obj)["spine.003"]) <= 0.5, name

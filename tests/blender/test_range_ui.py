@@ -209,6 +209,10 @@ class Layout:
     def operator_menu_enum(self, idname, prop, **kwargs):
         self.calls.append(("operator_menu_enum", idname, prop))
 
+    def menu(self, menu, **kwargs):
+        assert hasattr(bpy.types, menu), menu
+        self.calls.append(("menu", menu))
+
     def prop_search(self, data, name, search_data, search_name, **kwargs):
         assert name in data.bl_rna.properties, name
         self.calls.append(("prop", name, self.shown_active()))

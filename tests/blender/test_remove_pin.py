@@ -11,7 +11,7 @@ import pytest
 import scenes
 from conftest import channels, drag, pin_errors, pins_state, world_point
 
-from welman_ik.blender.ui import panel
+from welman_ik.blender.ui import panel, pin_list
 
 
 def _refused(phrase: str, call, *args, **kwargs) -> None:
@@ -117,8 +117,9 @@ def test_pins_list_rows(human):
         labels = [entry for entry in log if entry[0] == "label"]
         if index == gone:
             assert labels == [("label", "bone 'toe.R' missing", "ERROR", False)]  # greyed, with the reason
-        else:  # the whole name; the enable toggle and the kind beside it
-            assert labels == [("label", human.welman_ik.pins[index].bone, "NONE", True)]
+        else:  # the whole name, then the point and the frames; the enable toggle and the kind beside it
+            pin = human.welman_ik.pins[index]
+            assert labels == [("label", f"{pin.bone} {pin_list.pin_detail(pin)}", "NONE", True)]
             assert [entry[1] for entry in log if entry[0] == "prop"] == ["enabled", "kind"]
 
 

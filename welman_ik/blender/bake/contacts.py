@@ -79,18 +79,18 @@ def sample(scene, obj, points: list[Point], frames) -> dict:
     return paths
 
 
-SPEED_FPS = 30.0  # ``contact_speed`` is a distance per frame at this frame rate
+SPEED_FPS = 30.0  # the frame rate a clip is sampled at when none is given
 
 
 def plants(settings, points: list[Point], paths: dict, fps: float = SPEED_FPS,
            open_ends: tuple[bool, bool] = (False, False)) -> dict[Point, list[contacts.Plant]]:
-    """Each point's plants under the settings' thresholds, sampled at ``fps`` (the speed
-    threshold scales with it: a 120 fps clip moves a quarter as far per frame); plants cut
+    """Each point's plants under the settings' thresholds, sampled at ``fps`` (the speed,
+    metres a second, is a quarter as far per frame at 120 fps as at 30); plants cut
     by an ``open_ends`` end (start, end) of the sampled range held there
     (``core.contacts.held_at_ends``);
     a bone's tail plants agree with its head plants where both hold at once."""
     found = {}
-    speed = settings.contact_speed * SPEED_FPS / max(fps, 1e-6)
+    speed = settings.contact_speed / max(fps, 1e-6)  # [m/s] to a distance per frame
     for p in points:
         path = paths[(p.bone, p.anchor)]
         ranges = contacts.planted_ranges(path, settings.contact_height, speed,

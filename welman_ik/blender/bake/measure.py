@@ -193,4 +193,4 @@ class BakeMeasure:
             max_pin_error=self.max_pin_error,
             milliseconds=1000.0 * (time.perf_counter() - self.plan.started), converged=measured.converged,
             message=message, eased_pin_error=self.eased_pin_error if self.log.eased else None,
-            eased_frames=len(self.log.eased)))
+            eased_frames=len(self.log.eased), operation="EDIT" if edit else "BAKE"))

@@ -16,7 +16,7 @@ from ..pins.figures import Figures, record
 from ..rig.model import RigError
 from ..rig.polls import ArmatureOperator
 from ..rig.retarget_map import fill as fill_map
-from ..rig.retarget_map import retarget_scale, source_armature
+from ..rig.retarget_map import retarget_scale, source_armature, source_refusal
 from ..rig.units import length_text
 from . import baker as bake
 from . import retarget_gates, retarget_measure
@@ -40,6 +40,10 @@ a new action (every existing action is kept)"""
                                      "their leg lengths, hip to knee to ankle)")
     plants: BoolProperty(name="Plants", default=True,
                          description="Hold this armature's feet where the source's feet are planted")
+
+    @classmethod
+    def sidebar_refusal(cls, context) -> str:
+        return source_refusal(context.object, animated=True)
 
     def _inputs(self, context):
         """(source, frames, scale, body parts not mapped), or None once the refusal is reported."""
@@ -157,7 +161,7 @@ def record_retarget(context, target, baker, misses, started: float, gates=()) ->
         + retarget_measure.describe(context.scene, [m for m in misses if m.group != "plants"], length_text))
     record(last, Figures(SolveResult(np.zeros(0), iterations, np.zeros(0), True), 0.0,
                          plants.error if plants is not None else 0.0, 1000.0 * (time.perf_counter() - started),
-                         converged=all(g.held for g in gates), message=message))
+                         converged=all(g.held for g in gates), message=message, operation="RETARGET"))
     last.groups.clear()
     for miss in misses:
         item = last.groups.add()

@@ -105,6 +105,9 @@ class ModalDrag:
             self.report({"ERROR"}, str(error))
             return {"CANCELLED"}
         self._view = (region, rv3d)
+        # The bone moves by the mouse's motion from here, wherever the mouse is (over the
+        # sidebar's button, or a few pixels off the bone under the shortcut).
+        self._grab = viewport.grab_offset(region, rv3d, self._session.effector(), mouse)
         DRAG_STATE.session = self._session
         context.window_manager.modal_handler_add(self)
         context.area.header_text_set(self._session.header(context.scene))
@@ -125,7 +128,8 @@ class ModalDrag:
         drag = self._session
         if event.type == "MOUSEMOVE":
             region, rv3d = self._view
-            origin, direction = viewport.mouse_ray(region, rv3d, viewport.region_mouse(region, event))
+            x, y = viewport.region_mouse(region, event)
+            origin, direction = viewport.mouse_ray(region, rv3d, (x + self._grab[0], y + self._grab[1]))
             try:
                 drag.move(origin, direction)
             except RigError as error:

@@ -21,7 +21,8 @@ from ..rig.units import length_text
 from .solver import DragSolver, move_pins_to_bone
 from .state import EVENT_BUDGET
 
-LAST_SOLVE = ("iterations", "drag_error", "max_pin_error", "milliseconds", "converged")
+LAST_SOLVE = ("iterations", "drag_error", "max_pin_error", "milliseconds", "converged", "message", "eased_pin_error",
+              "eased_frames", "operation")
 SOLVER_NAMES = {item[0]: item[1] for item in SOLVER_ITEMS}  # identifier -> the name a user reads
 DEFAULT_ANCHOR = 0.5  # the bone's middle: Welman (1993) found it avoids unwanted twist
 

@@ -25,6 +25,14 @@ def region_mouse(region, event) -> tuple[float, float]:
     return event.mouse_x - region.x, event.mouse_y - region.y
 
 
+def grab_offset(region, rv3d, point, mouse) -> tuple[float, float]:
+    """What to add to the mouse (region pixels) so that it sits on ``point`` (world space) on
+    screen: a drag measured from where it started, not from where the mouse happens to be
+    (the sidebar's button). (0, 0) where the point is behind the view."""
+    seen = view3d_utils.location_3d_to_region_2d(region, rv3d, tuple(map(float, point)))
+    return (0.0, 0.0) if seen is None else (seen[0] - mouse[0], seen[1] - mouse[1])
+
+
 def mouse_ray(region, rv3d, mouse) -> tuple[np.ndarray, np.ndarray]:
     """World-space origin and direction of the ray under ``mouse`` (region pixels); right for
     orthographic and perspective views alike."""

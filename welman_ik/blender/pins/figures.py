@@ -21,6 +21,7 @@ class Figures:
     message: str = ""
     eased_pin_error: float | None = None  # against eased goals (a bake near an open range end); None: not eased
     eased_frames: int = 0
+    operation: str = "DRAG"  # what solved: 'DRAG', 'EDIT' (a motion edit), 'BAKE' or 'RETARGET' (OPERATION_ITEMS)
 
 
 def record(last_solve, figures: Figures) -> None:
@@ -33,6 +34,7 @@ def record(last_solve, figures: Figures) -> None:
     last_solve.message = figures.message
     last_solve.eased_pin_error = figures.max_pin_error if figures.eased_pin_error is None else figures.eased_pin_error
     last_solve.eased_frames = figures.eased_frames
+    last_solve.operation = figures.operation
 
 
 def worst_miss(figures: Figures) -> float:

@@ -15,6 +15,8 @@ from ..rig.polls import (
 from ..rig.properties import AIM_AXIS_ITEMS, PIN_KINDS
 from .records import add_pin, pin_records
 
+KIND_TEXT = {item[0]: item[2] for item in PIN_KINDS}  # a kind's description, for the pin button's tooltip
+
 PLANE_NORMAL_ITEMS = [
     ("UP", "Up", "The plane is level: its normal is the world's Z axis"),
     ("VIEW", "View", "The plane faces the view: its normal points along the view direction"),
@@ -42,6 +44,18 @@ to the active one)"""
                           description="Region: the sphere's radius")
     use_support: BoolProperty(name="Support Polygon", default=False, options={"SKIP_SAVE"},
                               description="Balance: over the support polygon of the position and pose pins")
+
+    @classmethod
+    def description(cls, context, properties):
+        """The tooltip says what this button pins: the sidebar's Pin holds the whole bone, each
+        item of Pin As its own kind."""
+        kind = getattr(properties, "kind", "POSITION")
+        if kind == "POSE":
+            return ("Pin each selected bone as it is now: its tail stays where it is and the bone keeps its turn "
+                    "(a foot stays flat on its spot)")
+        if kind == "BALANCE":
+            return "Pin the body's balance: " + KIND_TEXT[kind][0].lower() + KIND_TEXT[kind][1:]
+        return f"Pin each selected bone: {KIND_TEXT.get(kind, kind)[0].lower()}{KIND_TEXT.get(kind, kind)[1:]}"
 
     def draw(self, context):
         layout = self.layout

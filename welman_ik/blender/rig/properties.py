@@ -18,11 +18,17 @@ from bpy.props import (
 from .views import redraw_on_update
 
 SOLVER_ITEMS = [
-    ("CCD", "CCD", "Cyclic coordinate descent (Welman 1993): fast per sweep, robust, converges slowly"),
-    ("JACOBIAN_TRANSPOSE", "Jacobian Transpose", "Gradient descent (Welman 1993): simple, slow near singularities"),
-    ("SR_INVERSE", "SR Inverse", "Singularity-robust inverse with task priority (Yamane & Nakamura 2003)"),
-    ("QUASI_NEWTON", "Quasi-Newton", ("BFGS on the goals' weighted potential, joint limits as linear constraints "
-     "(Zhao & Badler 1989)")),
+    ("CCD", "CCD", ("Turns one joint at a time toward the goal, from the end of the chain inward: quick on every "
+     "mouse move, and the joints near the dragged bone do most of the bending (cyclic coordinate descent, Welman "
+     "1993)")),
+    ("JACOBIAN_TRANSPOSE", "Jacobian Transpose", ("Nudges every joint along the goals' pull at once: smooth, evenly "
+     "shared bends, slower to settle on far or many goals (Jacobian transpose, Welman 1993)")),
+    ("SR_INVERSE", "SR Inverse", ("Holds the pins first, then follows the drag, then keeps every other joint near "
+     "the preferred pose; steady where a limb straightens (singularity-robust inverse with task priority, Yamane "
+     "& Nakamura 2003)")),
+    ("QUASI_NEWTON", "Quasi-Newton", ("Finds the pose nearest every goal at once and keeps each joint inside its "
+     "limits exactly; slower, best where the limits are tight (quasi-Newton, limits as linear constraints, Zhao & "
+     "Badler 1989)")),
 ]
 
 # (identifier, name, description, icon, number): the numbers are the ones saved files hold.
@@ -122,9 +128,10 @@ class WELMAN_IK_Pin(bpy.types.PropertyGroup):
                           description="Importance against other pins", override=OVERRIDABLE, options=STILL, update=SHOWN)
     enabled: BoolProperty(name="Enabled", default=True, description="A disabled pin is kept but ignored",
                           override=OVERRIDABLE, options=STILL, update=SHOWN)
-    frame_start: IntProperty(name="Start", default=0, description="First frame the pin is in force (bake); "
-                             "start and end both 0: always", override=OVERRIDABLE, options=STILL, update=SHOWN)
-    frame_end: IntProperty(name="End", default=0, description="Last frame the pin is in force (bake)",
+    frame_start: IntProperty(name="Start", default=0, description="First frame the pin is in force (bake); Start "
+                             "and End both 0: always", override=OVERRIDABLE, options=STILL, update=SHOWN)
+    frame_end: IntProperty(name="End", default=0, description="Last frame the pin is in force (bake); Start "
+                           "and End both 0: always",
                            override=OVERRIDABLE, options=STILL, update=SHOWN)
     follow: BoolProperty(name="Follow", default=False, override=OVERRIDABLE, options=STILL, update=SHOWN,
                          description="Bake: the goal is where the bone's own animation puts it on each frame")
@@ -166,9 +173,10 @@ class WELMAN_IK_Miss(bpy.types.PropertyGroup):
 
 
 RETARGET_KINDS = [
-    ("POSITION", "Position", "The target bone's point follows the source bone's, scaled from the hips"),
-    ("ORIENTATION", "Orientation", "The target bone turns as the source bone turns in the world"),
-    ("POSE", "Pose", "Both: position and orientation"),
+    ("POSITION", "Position", "The target bone's point follows the source bone's, scaled from the hips", "CON_LOCLIKE",
+     0),
+    ("ORIENTATION", "Orientation", "The target bone turns as the source bone turns in the world", "CON_ROTLIKE", 1),
+    ("POSE", "Pose", "Both: position and orientation", "CON_TRANSLIKE", 2),
 ]
 
 
@@ -197,6 +205,19 @@ class WELMAN_IK_GroupMiss(bpy.types.PropertyGroup):
     bone: StringProperty(name="Bone", override=OVERRIDABLE, options=STILL, description="The bone that misses most")
 
 
+def other_armature(settings, obj) -> bool:
+    """What the Source field offers: armatures other than this one."""
+    return obj.type == "ARMATURE" and obj != settings.id_data
+
+
+OPERATION_ITEMS = [
+    ("DRAG", "Drag", "A drag, from the mouse or a script"),
+    ("EDIT", "Motion Edit", "A drag of one frame, spread over its neighbours"),
+    ("BAKE", "Bake", "The pins held through every frame into a new action"),
+    ("RETARGET", "Retarget", "A clip baked onto this armature"),
+]
+
+
 class WELMAN_IK_LastSolve(bpy.types.PropertyGroup):
     """Figures of the last solve, written by the add-on after every solve.
 
@@ -219,6 +240,8 @@ class WELMAN_IK_LastSolve(bpy.types.PropertyGroup):
     groups: CollectionProperty(type=WELMAN_IK_GroupMiss, override=OVERRIDABLE_COLLECTION, options=STILL,
                                name="Goal Groups", description="After a retarget: each goal group's largest miss "
                                "on the evaluated pose, against the scaled source")
+    operation: EnumProperty(name="Operation", items=OPERATION_ITEMS, default="DRAG", override=OVERRIDABLE,
+                            options=STILL, description="What the figures are of: the panel shows what applies to it")
     eased_frames: IntProperty(name="Eased Frames", override=OVERRIDABLE, options=STILL,
                               description="How many frames of the last bake had a pin's goal eased toward the "
                                           "animation (0: every pin was asked for its own location)")
@@ -277,9 +300,10 @@ class WELMAN_IK_Settings(bpy.types.PropertyGroup):
         description="Detect Contacts: a bone is planted within this height of its lowest point",
     )
     contact_speed: FloatProperty(
-        name="Contact Speed", min=0.0, default=0.005, unit="LENGTH", precision=4, override=OVERRIDABLE, options=STILL, update=SHOWN,
-        description="Detect Contacts: a planted point moves at most this far per frame at 30 fps (scaled to the "
-                    "scene's frame rate: a quarter of it at 120 fps)",
+        name="Contact Speed", min=0.01, soft_max=2.0, default=0.15, step=1, unit="VELOCITY", precision=2,
+        override=OVERRIDABLE, options=STILL, update=SHOWN,
+        description="Detect Contacts: a planted point moves no faster than this (a foot on the ground creeps at a few "
+                    "centimetres a second; a walking foot in the air swings at over a metre a second)",
     )
     contact_min_frames: IntProperty(
         name="Contact Frames", min=1, default=5, override=OVERRIDABLE, options=STILL, update=SHOWN,
@@ -314,7 +338,7 @@ class WELMAN_IK_Settings(bpy.types.PropertyGroup):
     )
     active_retarget_index: IntProperty(name="Active Retarget Line", default=0, override=OVERRIDABLE, options=STILL)
     retarget_source: PointerProperty(
-        type=bpy.types.Object, name="Source", override=OVERRIDABLE, options=STILL, update=SHOWN,
+        type=bpy.types.Object, name="Source", override=OVERRIDABLE, options=STILL, update=SHOWN, poll=other_armature,
         description="The armature whose motion the panel's Retarget bakes onto this one",
     )
     ranges_offered: BoolProperty(

@@ -36,6 +36,20 @@ def source_armature(target, name: str):
     return source
 
 
+def source_refusal(target, animated: bool = False) -> str:
+    """Why the sidebar's Fill Map (and, with ``animated``, Retarget) cannot work with the
+    panel's Source now, or ''."""
+    source = target.welman_ik.retarget_source
+    if source is None:
+        return "Choose the Source above first: the armature whose motion this one takes on"
+    if source.type != "ARMATURE" or source == target:
+        return f"The Source '{source.name}' is not another armature; choose the armature that carries the motion"
+    action = source.animation_data.action if source.animation_data is not None else None
+    if animated and action is None:
+        return f"The Source '{source.name}' has no action: import or key its motion first"
+    return ""
+
+
 def rest_points(obj) -> dict[str, tuple]:
     """Each bone's (head, tail) in the rest pose, in the world (the object's transform applied)."""
     return {name: (ends[0], ends[1]) for name, ends in zip(obj.data.bones.keys(), rest_ends(obj, world=True))}
@@ -116,6 +130,10 @@ legs, hands and feet (what was in the map is replaced)"""
     bl_label = "Fill Retarget Map"
 
     source: StringProperty(name="Source", description="The armature that carries the motion")
+
+    @classmethod
+    def sidebar_refusal(cls, context) -> str:
+        return source_refusal(context.object)
 
     def execute(self, context):
         if self.refused(context):

@@ -1,6 +1,7 @@
 """Viewport overlay: the draw handler. Over the 3D view in pose mode it draws every pin's shape
-and the locked bones (built by ``pin_shapes``; one gpu batch per (primitive, colour), kept
-with the cached drawing), the running drag's goal (read from ``drag.state``), and the joint
+(dim where the pin is not in force on the scene's current frame) and the locked bones (built
+by ``pin_shapes``; one gpu batch per (primitive, colour), kept with the cached drawing while
+neither the pose, the pins nor the set of pins in force changes), the running drag's goal (read from ``drag.state``), and the joint
 range of the active bone (built by ``range_shapes``: its swing cone and twist arc). The
 handler never raises: an error is printed once.
 """

@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
-import fnmatch
 import textwrap
 
 import bpy
 
 from ..rig.polls import ArmatureOperator, linked_refusal
 from ..rig.units import length_text, time_text
+from .pin_list import WELMAN_IK_UL_pins, pin_name
 
 NAMINGS = {"RIGIFY": "Rigify", "METARIG": "Rigify metarig", "MIXAMO": "Mixamo", "BVH": "BVH"}
 JOINT_RANGES = "welman_ik.joint_ranges"
+OPERATION_NAMES = {"DRAG": "Drag", "EDIT": "Motion edit", "BAKE": "Bake", "RETARGET": "Retarget"}
+OPERATION_ICONS = {"DRAG": "RESTRICT_SELECT_OFF", "EDIT": "ACTION", "BAKE": "ACTION", "RETARGET": "ARMATURE_DATA"}
 
 
 class SidebarPanel:
@@ -23,56 +25,6 @@ class SidebarPanel:
     def poll(cls, context):
         obj = context.object
         return obj is not None and obj.type == "ARMATURE"
-
-
-class WELMAN_IK_UL_pins(bpy.types.UIList):
-    """The armature's pins: enable toggle, the bone's whole name, the kind; filtered and sorted
-    by bone name as Blender's own lists are."""
-
-    def draw_item(self, context, layout, data, item, icon, active_data, active_propname, index):
-        row = layout.row(align=True)
-        pose = data.id_data.pose
-        body = row.row(align=True)
-        missing = None if item.kind == "BALANCE" or (pose is not None and item.bone in pose.bones) else item.bone
-        if missing is None and item.kind == "TOGETHER" and (pose is None or item.target_bone not in pose.bones):
-            missing = item.target_bone
-        if missing is None:
-            body.prop(item, "enabled", text="")
-            # The kind as its icon (its name and description in the icon's tooltip): the
-            # bone's whole name has the rest of the row.
-            body.prop(item, "kind", text="", icon_only=True, emboss=False)
-            body.label(text=pin_name(item))
-        else:
-            # Renamed or deleted: kept (the solver refuses it), greyed, with the reason; the
-            # list's Remove button takes it out.
-            body.active = False
-            body.label(text=f"bone '{missing}' missing", icon="ERROR")
-
-    def filter_items(self, context, data, propname):
-        """Filter and sort by the name each row shows (a balance pin's "centre of mass", a
-        together pin's two bones), with Blender's own wildcards."""
-        names = [pin_name(pin).lower() for pin in getattr(data, propname)]
-        flags = []
-        if self.filter_name:
-            pattern = self.filter_name.lower()
-            pattern = pattern if any(c in pattern for c in "*?[") else f"*{pattern}*"
-            flags = [self.bitflag_filter_item if fnmatch.fnmatchcase(name, pattern) != self.use_filter_invert else 0
-                     for name in names]
-        order = []
-        if self.use_filter_sort_alpha:
-            ranks = sorted(range(len(names)), key=lambda i: names[i])
-            order = [0] * len(names)
-            for rank, i in enumerate(ranks):
-                order[i] = rank
-        return flags, order
-
-
-def pin_name(pin) -> str:
-    """What the pins list shows of a pin: its bone, both bones of a together pin, or the
-    centre of mass of a balance pin."""
-    if pin.kind == "BALANCE":
-        return "centre of mass"
-    return f"{pin.bone} + {pin.target_bone}" if pin.kind == "TOGETHER" else pin.bone
 
 
 # The fields each kind of pin uses, in the order the panel shows them.
@@ -114,9 +66,9 @@ def draw_pin_fields(layout, pin, obj) -> None:
     else:
         layout.prop(pin, "weight")
     if pin.frame_start or pin.frame_end:
-        row = layout.row(align=True)
-        row.prop(pin, "frame_start")
-        row.prop(pin, "frame_end")
+        col = layout.column(align=True)  # (each its own label: in a row, End had none)
+        col.prop(pin, "frame_start")
+        col.prop(pin, "frame_end")
 
 
 def wrapped_lines(context, text: str) -> list[str]:
@@ -242,6 +194,16 @@ class WELMAN_IK_PT_solver(SidebarPanel, bpy.types.Panel):
         layout.prop(settings, "keyframes", text="Keys")
 
 
+class WELMAN_IK_MT_pin_as(bpy.types.Menu):
+    """Pin the selected bones by one part of what they are: a point, a turn, a line, a plane, an aim, a region, two bones together, or the body's balance"""
+
+    bl_idname = "WELMAN_IK_MT_pin_as"
+    bl_label = "Pin As"
+
+    def draw(self, context):
+        self.layout.operator_enum("welman_ik.pin", "kind")
+
+
 class WELMAN_IK_PT_pins(SidebarPanel, bpy.types.Panel):
     bl_label = "Pins"
     bl_parent_id = "WELMAN_IK_PT_main"
@@ -256,10 +218,12 @@ class WELMAN_IK_PT_pins(SidebarPanel, bpy.types.Panel):
         row = layout.row()
         row.template_list("WELMAN_IK_UL_pins", "", settings, "pins", settings, "active_pin_index", rows=4)
         col = row.column(align=True)
-        col.operator("welman_ik.pin", icon="ADD", text="")
+        # Pin holds the whole bone as it is (a foot stays flat on its spot, a hand keeps its
+        # turn); Pin As offers the other kinds.
+        col.operator("welman_ik.pin", icon="ADD", text="").kind = "POSE"
         col.operator("welman_ik.remove_pin", icon="REMOVE", text="")
         col.separator()
-        col.operator_menu_enum("welman_ik.pin", "kind", icon="DOWNARROW_HLT", text="")
+        col.menu(WELMAN_IK_MT_pin_as.bl_idname, icon="DOWNARROW_HLT", text="")
         col.separator()
         col.operator("welman_ik.unpin", icon="UNPINNED", text="")
         col.operator("welman_ik.clear_pins", icon="X", text="")
@@ -340,9 +304,17 @@ class WELMAN_IK_PT_last_solve(SidebarPanel, bpy.types.Panel):
             col.label(text="No solve yet")
             return
         scene = getattr(context, "scene", None)
-        col.label(text=f"Iterations: {last.iterations}")
-        col.label(text=f"Drag error: {length_text(scene, last.drag_error)}")
-        col.label(text=f"Largest pin error: {length_text(scene, last.max_pin_error)}")
+        operation = getattr(last, "operation", "DRAG")
+        # Only what applies to the operation: a bake has no drag, a retarget neither a drag nor
+        # pins of its own (its plants' miss; each group's and gate's in the Retarget panel).
+        col.label(text=OPERATION_NAMES.get(operation, operation), icon=OPERATION_ICONS.get(operation, "NONE"))
+        if operation in {"DRAG", "EDIT"}:
+            col.label(text=f"Iterations: {last.iterations}")
+            col.label(text=f"Drag error: {length_text(scene, last.drag_error)}")
+        if operation == "RETARGET":
+            col.label(text=f"Plants' largest miss: {length_text(scene, last.max_pin_error)}")
+        else:
+            col.label(text=f"Largest pin error: {length_text(scene, last.max_pin_error)}")
         if getattr(last, "eased_frames", 0):  # a bake whose goals were eased near an open range end
             col.label(text=f"Eased goals: {length_text(scene, last.eased_pin_error)}")
             col.label(text=f"Eased frames: {last.eased_frames}")
@@ -389,7 +361,9 @@ class WELMAN_IK_PT_bake(SidebarPanel, bpy.types.Panel):
         layout.operator("welman_ik.detect_contacts")
         if 0 <= settings.active_pin_index < len(settings.pins):
             pin = settings.pins[settings.active_pin_index]
-            layout.label(text=f"Pin on {pin_name(pin)}, frames", icon="PINNED")
+            # Start and End 0 mean "always": said in words, not left to the tooltip.
+            frames = (f"{pin.frame_start}\u2013{pin.frame_end}" if pin.frame_start or pin.frame_end else "always")
+            layout.label(text=f"Pin on {pin_name(pin)}: {frames}", icon="PINNED")
             col = property_split(layout).column(align=True)
             col.prop(pin, "frame_start", text="Start")
             col.prop(pin, "frame_end", text="End")
@@ -408,4 +382,5 @@ class WELMAN_IK_PT_bake(SidebarPanel, bpy.types.Panel):
 
 
 CLASSES = (WELMAN_IK_OT_dismiss_ranges_offer, WELMAN_IK_UL_pins, WELMAN_IK_UL_misses, WELMAN_IK_PT_main,
-           WELMAN_IK_PT_solver, WELMAN_IK_PT_pins, WELMAN_IK_PT_range, WELMAN_IK_PT_last_solve, WELMAN_IK_PT_bake)
+           WELMAN_IK_PT_solver, WELMAN_IK_MT_pin_as, WELMAN_IK_PT_pins, WELMAN_IK_PT_range, WELMAN_IK_PT_last_solve,
+           WELMAN_IK_PT_bake)

@@ -8,17 +8,17 @@ import math
 import bpy
 
 from ..rig.units import length_text
-from .panel import SidebarPanel, property_split
+from .panel import SidebarPanel, property_split, wrapped_lines
 
 
 class WELMAN_IK_UL_retarget(bpy.types.UIList):
-    """The retarget map: this armature's bone, the source's bone it follows, and what of it."""
+    """The retarget map: what each line follows (its icon; the name in its tooltip), this
+    armature's bone and the source's bone it follows, the row's whole width for the names."""
 
     def draw_item(self, context, layout, data, item, icon, active_data, active_propname, index):
         row = layout.row(align=True)
-        row.prop(item, "target_bone", text="", emboss=False)
-        row.prop(item, "source_bone", text="", emboss=False)
-        row.prop(item, "kind", text="")
+        row.prop(item, "kind", text="", icon_only=True, emboss=False)
+        row.label(text=f"{item.target_bone or '?'}  \u2190  {item.source_bone or '?'}")
 
 
 class WELMAN_IK_PT_retarget(SidebarPanel, bpy.types.Panel):
@@ -30,11 +30,13 @@ class WELMAN_IK_PT_retarget(SidebarPanel, bpy.types.Panel):
         layout = self.layout
         settings = context.object.welman_ik
         source = settings.retarget_source
-        property_split(layout).prop(settings, "retarget_source")
+        # The source's name has the whole width (beside a label it showed a few characters).
+        col = layout.column(align=True)
+        col.label(text="Source:")
+        col.prop(settings, "retarget_source", text="", icon="ARMATURE_DATA")
         name = source.name if source is not None else ""
-        row = layout.row()
-        row.enabled = source is not None
-        row.operator("welman_ik.retarget_map_fill", text="Fill Map").source = name
+        # Greyed out by their poll, which says why in the tooltip (no source, not animated).
+        layout.operator("welman_ik.retarget_map_fill", text="Fill Map").source = name
         layout.template_list("WELMAN_IK_UL_retarget", "", settings, "retarget_map", settings, "active_retarget_index",
                              rows=4)
         if 0 <= settings.active_retarget_index < len(settings.retarget_map):
@@ -47,14 +49,24 @@ class WELMAN_IK_PT_retarget(SidebarPanel, bpy.types.Panel):
                 col.prop(line, "source_bone", text="Follows")
             col.prop(line, "kind")
             col.prop(line, "weight")
-        row = layout.row()
-        row.enabled = source is not None
-        row.operator("welman_ik.retarget", icon="ARMATURE_DATA").source = name
-        for group in settings.last_solve.groups:
-            value = (f"{math.degrees(group.error):.1f}\u00b0" if group.group in {"orientations", "bends", "facing"}
-                     else f"{100.0 * group.error:.1f}%" if group.group == "stretch"
-                     else length_text(context.scene, group.error))
-            layout.label(text=f"{group.group.capitalize()}: {value} ({group.bone}, frame {group.frame})")
+        layout.operator("welman_ik.retarget", icon="ARMATURE_DATA").source = name
+        groups = settings.last_solve.groups
+        if len(groups) and settings.last_solve.operation == "RETARGET":
+            box = layout.box().column(align=True)
+            for group in groups:
+                # Each figure whole: the value on the group's line, where and when on the next.
+                box.label(text=f"{group.group.capitalize()}: {figure(context.scene, group)}")
+                for line in wrapped_lines(context, f"{group.bone}, frame {group.frame}"):
+                    box.label(text=line, icon="BLANK1")
+
+
+def figure(scene, group) -> str:
+    """A goal group's or a gate's largest miss as a person reads it: degrees, a share, a length."""
+    if group.group in {"orientations", "bends", "facing"}:
+        return f"{math.degrees(group.error):.1f}\u00b0"
+    if group.group == "stretch":
+        return f"{100.0 * group.error:.1f}%"
+    return length_text(scene, group.error)
 
 
 CLASSES = (WELMAN_IK_UL_retarget, WELMAN_IK_PT_retarget)

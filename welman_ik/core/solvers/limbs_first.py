@@ -9,7 +9,9 @@ limbs; each higher tier, such as the trunk, joins only after the tiers below it)
 
 1. **The limbs.** The joints of the higher tiers are held at their preferred pose
    (``problem.reference``; without one, where they are), and so are the joints that keep
-   the gaze (below); the limbs solve every goal. If that meets them, it is the answer.
+   the gaze (below); the limbs solve every goal. An arm that reaches for a target starts
+   placed by its posture (``posture``: the hand along the forearm, the elbow hanging), which
+   is its preferred pose for this stage, its wrist stiff. If that meets them, it is the answer.
 2. **Each tier for the rest.** Only while a goal is still unmet, the next tier joins and the
    solve goes on from where the last stage got. The limbs are already stretched toward their
    goals, so the joints that join take only what remains (and the solver's own preferred
@@ -41,6 +43,7 @@ import numpy as np
 
 from ..goals import OrientationGoal, PoseGoal, PositionGoal
 from ..problem import Problem, SolveResult, check_start, goal_errors
+from .posture import place, stiff_wrists
 
 GAZE_TOLERANCE = 1e-4  # [rad] the head counts as kept within this turn
 GAZE_ITERATIONS = 50
@@ -74,13 +77,14 @@ def limbs_first(solve: Callable[[Problem, np.ndarray], SolveResult],
             held = (tiers > levels[0]) | neck
             home = q.copy()
             home[held] = np.asarray(problem.reference, dtype=float)[held]
-            home = problem.constrain(home)
+            home = problem.constrain(_rested(problem, home, movable & ~held))
         result = None
         for level in levels[:-1]:
             joining = movable & (tiers <= level) & ~neck
             if time.perf_counter() > deadline or not limbs_can_serve(problem, joining, home):
                 continue
-            stage = _stage(solve, _within(inner, _halfway(deadline), active=joining), home, stage_iterations)
+            limbs, start = _posed(problem, inner, joining, home) if result is None else (inner, home)
+            stage = _stage(solve, _within(limbs, _halfway(deadline), active=joining), start, stage_iterations)
             result = stage if result is None else _joined(result, stage)
             home = stage.q
             if stage.converged:
@@ -94,6 +98,42 @@ def limbs_first(solve: Callable[[Problem, np.ndarray], SolveResult],
         return result
 
     return staged
+
+
+def _rested(problem: Problem, q: np.ndarray, limbs: np.ndarray) -> np.ndarray:
+    """``q`` with the ``limbs`` joints that serve only goals the preferred pose meets (a pinned
+    foot's leg, bent along while the trunk leaned) at the preferred pose: back where they were
+    exactly, not within the tolerance of it (a leftover that keys the legs after an overshoot)."""
+    reference = problem.constrain(np.asarray(problem.reference, dtype=float))
+    joints = goal_joints(problem)
+    if joints is None:
+        return q
+    goals = [g for g in problem.goals if g.weight > 0.0]
+    met = goal_errors(goals, problem.skeleton.forward(reference)) <= problem.tolerance
+    ancestors = problem.skeleton.ancestors
+    above = [ancestors[j].any(axis=0) for j in joints]
+    serve_met = np.any([a for a, m in zip(above, met) if m], axis=0) if met.any() else np.zeros(len(q), bool)
+    serve_unmet = np.any([a for a, m in zip(above, met) if not m], axis=0) if not met.all() else np.zeros(len(q), bool)
+    rest = limbs & serve_met & ~serve_unmet
+    if not rest.any():
+        return q
+    out = q.copy()
+    out[rest] = reference[rest]
+    return out
+
+
+def _posed(problem: Problem, inner: Problem, limbs: np.ndarray, q: np.ndarray) -> tuple[Problem, np.ndarray]:
+    """The limbs' stage's problem (``inner``, the staged ``problem`` for one solve) and start:
+    each arm that reaches placed by its posture (``posture.place``), which is then the arm's
+    preferred pose for the stage, its wrist stiffened (``posture.stiff_wrists``)."""
+    found = place(problem, limbs, q, HELD * problem.tolerance)
+    if found is None:
+        return inner, q
+    placed, wrists = found
+    reference = inner.reference
+    if reference is not None:
+        reference = np.where(placed != q, placed, np.asarray(reference, dtype=float))
+    return dataclasses.replace(inner, skeleton=stiff_wrists(inner.skeleton, wrists.tobytes()), reference=reference), placed
 
 
 def _stage(solve, problem: Problem, q: np.ndarray, chunk: int) -> SolveResult:

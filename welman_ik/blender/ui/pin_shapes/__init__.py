@@ -1,10 +1,12 @@
 """The shape of every pin kind as world-space geometry (green where the evaluated pose holds
 the pin, red where it misses), and the locked bones: what the overlay draws for an armature's
-pins. Each pin's shape is built by ``pin_geometry`` (pure numpy, no gpu: tested without a
-window) as world-space points keyed by (primitive, colour); ``overlay_geometry`` merges the
-shapes of all pins and keeps the result while nothing changes (``Cache``). The armature and
-its pins are read once per draw (``scene``); the kinds are drawn by ``kinds`` and ``balance``
-with ``parts`` (colours, sizes, ``Shapes``). What each kind draws:
+pins. A pin with a frame range that leaves out the scene's current frame is not in force
+there: its shape is drawn dim (``IDLE``) and without its miss lines. Each pin's shape is
+built by ``pin_geometry`` (pure numpy, no gpu: tested without a window) as world-space points
+keyed by (primitive, colour); ``overlay_geometry`` merges the shapes of all pins and keeps
+the result while nothing changes (``Cache``; the frame counts through which pins are in force
+on it). The armature and its pins are read once per draw (``scene``); the kinds are drawn by
+``kinds`` and ``balance`` with ``parts`` (colours, sizes, ``Shapes``). What each kind draws:
 
 - POSITION: the goal point; a red line from the bone's point to it when missed.
 - ORIENTATION: the goal's axis triad at the bone's head (X red, Y green, Z blue; the held axes
@@ -30,10 +32,13 @@ from .parts import (
     FAINT_VIOLATED,
     FILL_HELD,
     FILL_VIOLATED,
+    IDLE,
+    IDLE_ALPHA,
     LINE_BONES,
     LINE_HALF,
     LOCKED,
     PIN_HELD,
+    PIN_IDLE,
     PIN_VIOLATED,
     PLANE_CELLS,
     PLANE_HALF,
@@ -44,15 +49,18 @@ from .parts import (
     TRIAD,
     TRIAD_MIN,
     UNIT_CIRCLES,
+    IdleShapes,
     Shapes,
+    idle_colour,
 )
-from .scene import MIN_THRESHOLD, PinScene
+from .scene import MIN_THRESHOLD, PinScene, pins_in_force
 
 __all__ = [
-    "AIM_AXES", "AXIS_FREE", "AXIS_HELD", "CIRCLE_SEGMENTS", "FAINT_VIOLATED", "FILL_HELD", "FILL_VIOLATED", "LINE_BONES",
-    "LINE_HALF", "LOCKED", "MIN_THRESHOLD", "PIN_HELD", "PIN_VIOLATED", "PLANE_CELLS", "PLANE_HALF", "PLANE_LINES",
-    "PLANE_TRIS", "SHAPE_HELD", "SHAPE_VIOLATED", "TRIAD", "TRIAD_MIN", "UNIT_CIRCLES", "Cache", "PinScene", "Shapes",
-    "overlay_geometry", "pin_geometry", "pin_held", "pin_shape",
+    "AIM_AXES", "AXIS_FREE", "AXIS_HELD", "CIRCLE_SEGMENTS", "FAINT_VIOLATED", "FILL_HELD", "FILL_VIOLATED", "IDLE",
+    "IDLE_ALPHA", "LINE_BONES", "LINE_HALF", "LOCKED", "MIN_THRESHOLD", "PIN_HELD", "PIN_IDLE", "PIN_VIOLATED",
+    "PLANE_CELLS", "PLANE_HALF", "PLANE_LINES", "PLANE_TRIS", "SHAPE_HELD", "SHAPE_VIOLATED", "TRIAD", "TRIAD_MIN",
+    "UNIT_CIRCLES", "Cache", "IdleShapes", "PinScene", "Shapes", "idle_colour", "overlay_geometry", "pin_geometry",
+    "pin_held", "pin_shape", "pins_in_force",
 ]
 
 
@@ -71,47 +79,53 @@ def pin_shape(obj, pin, scene: PinScene | None = None, shapes: Shapes | None = N
     """Add the shape of pin ``pin`` (``obj.welman_ik.pins[index]``) of armature ``obj`` to
     ``shapes``; (held, miss [m]) as measured on the evaluated pose. A pin that cannot be
     drawn (disabled, its bone gone, a balance on a rig without mass) adds nothing and counts
-    as held."""
+    as held; a pin out of force on the scene's frame is drawn dim, without its misses, and
+    counts as held (it holds nothing there), its miss measured all the same."""
     scene = scene or PinScene(obj)
     shapes = shapes if shapes is not None else Shapes()
     if not _drawable(obj, pin):
         return True, 0.0
     if index is None:
         index = int(pin.path_from_id().rpartition("[")[2].rstrip("]"))
+    idle = not scene.in_force[index]
     try:
-        miss = measure_and_shape(scene, pin, index, shapes)
+        miss = measure_and_shape(scene, pin, index, IdleShapes(shapes) if idle else shapes)
     except ValueError:  # a balance on a rig without mass: nothing to draw
         return True, 0.0
-    return miss <= scene.threshold, miss
+    return idle or miss <= scene.threshold, miss
 
 
 def pin_geometry(obj, pin, scene: PinScene | None = None) -> dict:
     """The overlay's drawing of one pin: {(primitive, colour): (n, 3) world points}, with
-    primitive "POINTS", "LINES" (pairs) or "TRIS" (triples); pure geometry (no gpu)."""
+    primitive "POINTS", "LINES" (pairs) or "TRIS" (triples); pure geometry (no gpu). On the
+    scene's current frame unless ``scene`` says otherwise."""
     shapes = Shapes()
     pin_shape(obj, pin, scene, shapes)
     return shapes.merged()
 
 
 def pin_held(obj, pin, scene: PinScene | None = None) -> bool:
-    """Whether the evaluated pose holds ``pin``, as the overlay colours it."""
+    """Whether the evaluated pose holds ``pin``, as the overlay colours it (a pin out of force
+    on the frame counts as held)."""
     return pin_shape(obj, pin, scene)[0]
 
 
 class Cache:
     """The last drawing: its signature (``PinScene.signature``), its parts, and their gpu
     batches once drawn. Redraws of an unchanged pose (the view orbited, another region
-    drawn) reuse both; a change of pose or pins builds them again."""
+    drawn) reuse both; a change of pose or pins, or a new frame that brings a pin into force
+    or out of it, builds them again."""
 
     key = None
     parts: dict = {}
     batches = None
 
 
-def overlay_geometry(obj) -> dict:
+def overlay_geometry(obj, frame: int | None = None) -> dict:
     """Everything the overlay draws for armature ``obj`` but the joint range and the drag:
-    every enabled pin, and the locked bones; as ``pin_geometry``."""
-    scene = PinScene(obj)
+    every enabled pin (dim where out of force on ``frame``, the context scene's current frame
+    unless given), and the locked bones; as ``pin_geometry``."""
+    scene = PinScene(obj, frame)
     key = scene.signature()
     if key == Cache.key:
         return Cache.parts

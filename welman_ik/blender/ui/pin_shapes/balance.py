@@ -56,5 +56,5 @@ def measure_balance(scene: PinScene, pin, i: int, shapes: Shapes) -> float:
     else:
         shapes.add("POINTS", status, [location])
         if miss > threshold:
-            shapes.add("LINES", PIN_VIOLATED, [ground, location - (float(location @ up) - level) * up])
+            shapes.miss("LINES", PIN_VIOLATED, [ground, location - (float(location @ up) - level) * up])
     return miss

@@ -1,6 +1,7 @@
 """The shape and the miss of each pin kind but the balance (``balance``): a point, a triad,
 a line, a plane, an aimed ray, a sphere, a tether; what each draws is listed in
-``pin_shapes``.
+``pin_shapes``. The lines that show a miss go through ``Shapes.miss`` (an ``IdleShapes`` of a
+pin out of force leaves them out).
 """
 
 from __future__ import annotations
@@ -50,7 +51,7 @@ def _orientation(scene: PinScene, pin, i: int, shapes: Shapes) -> float:
     if miss > scene.threshold:
         for k in range(3):
             if held_axes[k]:
-                shapes.add("LINES", PIN_VIOLATED, [head, head + size * axes[:, k]])
+                shapes.miss("LINES", PIN_VIOLATED, [head, head + size * axes[:, k]])
     return miss
 
 
@@ -66,7 +67,7 @@ def measure_and_shape(scene: PinScene, pin, i: int, shapes: Shapes) -> float:
         miss = norm(point - location)
         shapes.add("POINTS", pin_colour(miss, threshold), [location])
         if miss > threshold:
-            shapes.add("LINES", PIN_VIOLATED, [point, location])
+            shapes.miss("LINES", PIN_VIOLATED, [point, location])
         return miss
     if kind == "ORIENTATION":
         miss = _orientation(scene, pin, i, shapes)
@@ -78,7 +79,7 @@ def measure_and_shape(scene: PinScene, pin, i: int, shapes: Shapes) -> float:
         miss = max(turn, off)
         shapes.add("POINTS", pin_colour(miss, threshold), [location])
         if off > threshold:
-            shapes.add("LINES", PIN_VIOLATED, [point, location])
+            shapes.miss("LINES", PIN_VIOLATED, [point, location])
         return miss
     if kind == "LINE":
         d = unit(scene.directions[i])
@@ -91,7 +92,7 @@ def measure_and_shape(scene: PinScene, pin, i: int, shapes: Shapes) -> float:
         shapes.add("LINES", shape_colour(miss, threshold), ends)
         shapes.add("POINTS", pin_colour(miss, threshold), [point])
         if miss > threshold:
-            shapes.add("LINES", PIN_VIOLATED, [point, foot])
+            shapes.miss("LINES", PIN_VIOLATED, [point, foot])
         return miss
     if kind == "PLANE":
         n = unit(scene.directions[i])
@@ -103,7 +104,7 @@ def measure_and_shape(scene: PinScene, pin, i: int, shapes: Shapes) -> float:
         shapes.add("TRIS", FILL_HELD if miss <= threshold else FILL_VIOLATED, foot + PLANE_TRIS @ frame)
         shapes.add("POINTS", pin_colour(miss, threshold), [point])
         if miss > threshold:
-            shapes.add("LINES", PIN_VIOLATED, [point, foot])
+            shapes.miss("LINES", PIN_VIOLATED, [point, foot])
         return miss
     if kind == "AIM":
         head, _, axes, length = scene.bone(pin.bone)
@@ -116,7 +117,7 @@ def measure_and_shape(scene: PinScene, pin, i: int, shapes: Shapes) -> float:
         shapes.add("LINES", status, [head, head + max(distance, length) * aim])
         shapes.add("POINTS", status, [location])
         if miss > threshold:
-            shapes.add("LINES", FAINT_VIOLATED, [head, location])
+            shapes.miss("LINES", FAINT_VIOLATED, [head, location])
         return miss
     if kind == "REGION":
         radius = max(float(scene.radii[i]), 0.0)
@@ -127,7 +128,7 @@ def measure_and_shape(scene: PinScene, pin, i: int, shapes: Shapes) -> float:
             shapes.add("LINES", shape_colour(miss, threshold), location + radius * UNIT_CIRCLES)
         shapes.add("POINTS", pin_colour(miss, threshold), [point])
         if miss > threshold:
-            shapes.add("LINES", PIN_VIOLATED, [point, location + radius * offset / distance])
+            shapes.miss("LINES", PIN_VIOLATED, [point, location + radius * offset / distance])
         return miss
     if kind == "TOGETHER":
         other = scene.point(pin.target_bone, scene.target_anchors[i])

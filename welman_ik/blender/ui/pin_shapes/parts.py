@@ -1,7 +1,8 @@
 """What the pins' shapes are drawn with: the colours (green where a pin is held, red where it
-is missed; an orientation's X, Y, Z), the sizes, the unit patterns (a sphere's great circles,
-a plane's grid), a little vector algebra, and ``Shapes``, the drawing gathered by (primitive,
-colour).
+is missed, dim where it is not in force on the scene's frame; an orientation's X, Y, Z), the
+sizes, the unit patterns (a sphere's great circles, a plane's grid), a little vector algebra,
+and ``Shapes``, the drawing gathered by (primitive, colour), with ``IdleShapes`` for a pin out
+of force.
 """
 
 from __future__ import annotations
@@ -20,6 +21,9 @@ FAINT_VIOLATED = (1.0, 0.15, 0.1, 0.4)
 AXIS_HELD = ((1.0, 0.2, 0.25, 1.0), (0.35, 1.0, 0.2, 1.0), (0.2, 0.45, 1.0, 1.0))  # X, Y, Z held
 AXIS_FREE = ((1.0, 0.2, 0.25, 0.22), (0.35, 1.0, 0.2, 0.22), (0.2, 0.45, 1.0, 0.22))  # X, Y, Z left free
 LOCKED = (0.6, 0.6, 0.6, 1.0)  # a locked bone's head
+IDLE = (0.5, 0.56, 0.68)  # every part of a pin out of force on the scene's frame, in this colour ...
+IDLE_ALPHA = 0.4  # ... at this share of the part's own opacity
+PIN_IDLE = (*IDLE, IDLE_ALPHA)  # its marker
 TRIAD = 0.8  # an orientation triad's arm, as a share of the bone's length ...
 TRIAD_MIN = 0.1  # ... but at least this long [m]
 LINE_HALF = 0.5  # a line pin's segment reaches at least this far [m] beyond the location and the point ...
@@ -98,8 +102,31 @@ class Shapes:
         if len(points):
             self.parts.setdefault((primitive, tuple(colour)), []).append(points)
 
+    def miss(self, primitive: str, colour, points) -> None:
+        """A part that shows a miss (the line from the bone's point to where it should be)."""
+        self.add(primitive, colour, points)
+
     def merged(self) -> dict:
         return {key: (arrays[0] if len(arrays) == 1 else np.concatenate(arrays)) for key, arrays in self.parts.items()}
+
+
+def idle_colour(colour) -> tuple:
+    """What ``colour`` becomes on a pin out of force: ``IDLE``, fainter by ``IDLE_ALPHA``."""
+    return (*IDLE, IDLE_ALPHA * float(colour[3]))
+
+
+class IdleShapes:
+    """Draws a pin out of force on the scene's frame into ``shapes``: its shape dim
+    (``idle_colour``), its misses left out (it holds nothing on this frame)."""
+
+    def __init__(self, shapes: Shapes):
+        self.shapes = shapes
+
+    def add(self, primitive: str, colour, points) -> None:
+        self.shapes.add(primitive, idle_colour(colour), points)
+
+    def miss(self, primitive: str, colour, points) -> None:
+        pass
 
 
 def triad(shapes: Shapes, origin, axes, held_axes, size: float) -> None:

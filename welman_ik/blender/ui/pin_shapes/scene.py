@@ -1,10 +1,11 @@
 """What the pins of one armature share in one draw (``PinScene``), read in bulk once: the
-pose bones' evaluated frames and tails, the pins' properties, the support and the centre of
-mass, and the signature the drawing is kept by.
+pose bones' evaluated frames and tails, the pins' properties, which pins are in force on the
+scene's frame, the support and the centre of mass, and the signature the drawing is kept by.
 """
 
 from __future__ import annotations
 
+import bpy
 import numpy as np
 
 from ...pins.goals import SUPPORT_KINDS, massive_bones
@@ -13,11 +14,30 @@ from ...rig import selection
 MIN_THRESHOLD = 1e-4  # [m] the least miss drawn as one (as for position pins)
 
 
+def current_frame() -> int | None:
+    """The frame of the context's scene (None without one)."""
+    scene = getattr(bpy.context, "scene", None)
+    return None if scene is None else int(scene.frame_current)
+
+
+def pins_in_force(pins, frame: int | None) -> np.ndarray:
+    """(k,) bool: which of ``pins`` are in force on ``frame`` (as the bake has them: start and
+    end both 0, always; else from start to end, both included); every one for ``frame`` None."""
+    k = len(pins)
+    if frame is None:
+        return np.ones(k, dtype=bool)
+    starts, ends = np.empty(k, dtype=np.int32), np.empty(k, dtype=np.int32)
+    pins.foreach_get("frame_start", starts)
+    pins.foreach_get("frame_end", ends)
+    return ((starts == 0) & (ends == 0)) | ((starts <= frame) & (frame <= ends))
+
+
 class PinScene:
     """What the pins of one armature share in one draw: its world matrix, the miss threshold,
-    every pose bone's evaluated frame and tail (read in bulk once), the centre of mass (once)."""
+    every pose bone's evaluated frame and tail (read in bulk once), which pins are in force on
+    ``frame`` (the context scene's current frame unless given), the centre of mass (once)."""
 
-    def __init__(self, obj):
+    def __init__(self, obj, frame: int | None = None):
         self.obj = obj
         self.threshold = max(float(obj.welman_ik.tolerance), MIN_THRESHOLD)
         pose_bones = obj.pose.bones
@@ -42,11 +62,13 @@ class PinScene:
         self.held_axes = np.empty(3 * k, dtype=bool)
         pins.foreach_get("axes", self.held_axes)
         self.held_axes = self.held_axes.reshape(k, 3)
+        self.in_force = pins_in_force(pins, current_frame() if frame is None else frame)
         self._raw += [self.locations, self.directions, self.rotations, self.anchors, self.target_anchors, self.radii,
                       self.held_axes]
 
     def signature(self) -> tuple:
-        """Everything the pins' drawing depends on: the same signature, the same drawing."""
+        """Everything the pins' drawing depends on: the same signature, the same drawing. The
+        scene's frame counts through which pins are in force on it."""
         pins, pose_bones = self.pins, self.obj.pose.bones
         flags = []
         for name, dtype in (("kind", np.int32), ("aim_axis", np.int32), ("enabled", bool), ("use_support", bool)):
@@ -65,7 +87,8 @@ class PinScene:
             pose_bones.foreach_get("welman_ik_mass", masses)
             masses = masses.tobytes()
         return (self.obj.as_pointer(), self.threshold, tuple(self.names), tuple(self.locked), masses,
-                tuple((p.bone, p.target_bone) for p in pins), b"".join(a.tobytes() for a in self._raw + flags))
+                tuple((p.bone, p.target_bone) for p in pins),
+                b"".join(a.tobytes() for a in [*self._raw, *flags, self.in_force]))
 
     def frames(self) -> tuple:
         """(heads, tails, unit axes (n, 3, 3), lengths) of every pose bone, world."""
@@ -90,9 +113,10 @@ class PinScene:
         return heads[i] + float(anchor) * (tails[i] - heads[i])
 
     def support(self) -> np.ndarray:
-        """(k, 3) the locations of the enabled position and pose pins: the support polygon's corners."""
+        """(k, 3) the locations of the enabled position and pose pins in force on the frame: the
+        support polygon's corners."""
         if self._support is None:
-            rows = [i for i, p in enumerate(self.pins) if p.enabled and p.kind in SUPPORT_KINDS]
+            rows = [i for i, p in enumerate(self.pins) if p.enabled and p.kind in SUPPORT_KINDS and self.in_force[i]]
             self._support = self.locations[rows].reshape(-1, 3)
         return self._support
 
