@@ -42,13 +42,17 @@ e2e-debs:
 # within 5 degrees. The cancel run is the timing run (P4), gated at 22 ms a mouse event (about 1.9 times
 # today's median of 11.8 ms, so that a 2x slowdown fails): a smaller window draws faster in software, so more of its
 # 100 mouse moves reach the drag and are timed. The panel run uses Blender's default layout and sidebar width: the
-# pin markers must vanish on Clear and appear on Pin with nothing else redrawing (pixels of its screenshots).
+# pin markers must vanish on Clear and appear on Pin with nothing else redrawing (pixels of its screenshots). The first
+# run is a newcomer's first ten minutes: the README's recipe (feet pinned by the sidebar's Pin, the hand dragged from
+# the Drag button, out past its reach: the feet flat, the trunk upright, no leg keyed), the Last Solve's figures, and
+# pins with frames drawn dim out of force and red in force.
 e2e: venv e2e-debs
 	$(PYTHON) tests/e2e/run_e2e.py --mode dry-run,confirm,undo,pin-key --output $(OUT)
 	$(PYTHON) tests/e2e/run_e2e.py --mode confirm --drag 66,-117 --trunk-limit 5 --output $(OUT)/raise
 	$(PYTHON) tests/e2e/run_e2e.py --mode cancel --steps 100 --step-sleep 0.35 --screen 1024x640 --p4-limit 22 --output $(OUT)
 	$(PYTHON) tests/e2e/run_e2e.py --mode motion --shortcut ctrl+alt+m --output $(OUT)
 	$(PYTHON) tests/e2e/run_e2e.py --mode panel --layout default --sidebar-width 0 --screen 1600x900 --output $(OUT)/panel
+	$(PYTHON) tests/e2e/run_e2e.py --mode first --layout default --sidebar-width 0 --screen 1600x900 --output $(OUT)/first
 	$(PYTHON) tests/e2e/run_bake_e2e.py --mode cancel,undo --output $(OUT)
 	WELMAN_IK_REQUIRE_BLENDER=1 $(PY) -m pytest tests/blender/test_cleanup_cli.py -q -p no:cacheprovider \
 		-k blender_executable

@@ -27,6 +27,10 @@ callback are also timed in the CPU time of Blender's main thread (``time.thread_
 leaves out the time other threads and processes take the cores from it (llvmpipe's rasterizer
 threads among them). ``result.json`` has them as ``mouse_events`` and ``overlay_draws``.
 
+An ``op`` request runs what a button or a script does (``run_op``); in first mode a ``status``
+reply also has the figures of the drag started from the sidebar's Drag button (``first_status``),
+and the timer watches the feet and the trunk over that drag (``watch_drag``).
+
 A ``status`` request with ``mouse_window`` also tells which bone the add-on's pick finds there, the
 pins, and the dragged bone's world orientation; in ``pin-key`` mode the timer keeps the pins and
 that orientation when a pin is first added (the pin key pressed mid-drag).
@@ -74,13 +78,20 @@ MODIFIERS = {"ctrl": "ctrl", "control": "ctrl", "shift": "shift", "alt": "alt", 
 
 TRUNK = ("spine", "spine.001", "spine.002", "spine.003", "spine.004", "spine.005")  # the metarig's pelvis to neck
 HEAD = "spine.006"
+FEET = ("foot.L", "foot.R")  # first mode: the bones the recipe pins (heel at the head) ...
+TOES = ("toe.L", "toe.R")  # ... and the toes (their tails)
+ARM = ("upper_arm.R", "forearm.R", "hand.R")  # first mode: the arm the drag reaches with
+LEAN = ("spine", "spine.004")  # the trunk's lean: the line between these two bones' heads, from upright
+IDLE_PINS = (("hand.L", (0.1, 0.0, 0.0)), ("spine.006", (0.0, 0.0, 0.1)))  # first mode: the pins with frames
+# (their tails, put this far off the bone [m]) ...
+IDLE_FRAMES = (20, 40)  # ... in force on these frames only
 
 def parse_args():
     argv = sys.argv[sys.argv.index("--") + 1:] if "--" in sys.argv else []
     p = argparse.ArgumentParser(prog="blender_side.py")
     p.add_argument("--root", required=True, help="repository root (put on sys.path)")
     p.add_argument("--workdir", required=True, help="folder for the JSON files shared with the driver")
-    p.add_argument("--mode", default="dry-run", choices=("dry-run", "confirm", "cancel", "undo", "motion", "pin-key", "panel"))
+    p.add_argument("--mode", default="dry-run", choices=("dry-run", "confirm", "cancel", "undo", "motion", "pin-key", "panel", "first"))
     p.add_argument("--bone", default="hand.R")
     p.add_argument("--anchor", type=float, default=0.5,
                    help="point along the bone put under the mouse (0 head, 1 tail; the modal drag's default is 0.5)")
@@ -131,6 +142,8 @@ class State:
     rotation_before = None  # the dragged bone's world orientation at ready
     trunk_before: dict = {}  # the trunk's and the head's world orientations at ready
     pin_appeared = None  # pin-key mode: the pins and the bone's orientation when a new pin first showed
+    first_start = None  # first mode: the pose's figures when the drag began from the sidebar's button
+    watch = None  # first mode: the worst figures seen over the drag (see watch_drag)
     keymap: dict = {}
     ready: dict = {}
     next_request = 1
@@ -631,6 +644,7 @@ def status(request) -> dict:
         "ui_draws": S.ui_draws,
         "view_draws": S.view_draws,
         **extra,
+        **({"first": first_status(obj)} if S.first_start is not None else {}),
     }
 
 
@@ -721,6 +735,7 @@ def result(request) -> dict:
     out["last_solve"] = {k: getattr(ls, k) for k in ("iterations", "drag_error", "max_pin_error", "milliseconds",
                                                      "converged") if hasattr(ls, k)}
     out["solver"] = obj.welman_ik.solver
+    out["first_watch"] = S.watch
     out["obj_mode"] = obj.mode
     out["keymap"] = S.keymap
     out["events"] = S.events
@@ -747,18 +762,28 @@ def peek() -> dict:
     offer = panel.ranges_offer(obj)
     naming, count = offer if isinstance(offer, tuple) else (offer, None)
     return {"view_draws": S.view_draws, "ui_draws": S.ui_draws, "pins": len(obj.welman_ik.pins),
+            "pin_rows": pin_rows(obj), "active_bone": obj.data.bones.active.name if obj.data.bones.active else None,
+            "selected_bones": sorted(b.name for b in obj.data.bones if b.select),
             "markers": marker_points(obj), "ranges_offer": [naming, count],
             "region": rect(S.region), "ui_region": rect(S.ui_region) if S.ui_region is not None else None}
 
 
 def run_op(request) -> dict:
-    """Panel mode: 'select' bones (``bones``; the first made active), 'clear' the pins, or 'pin'
-    the selected bones, through the add-on's operators from this timer: the way a script runs
-    them. Nothing here tags a redraw; whether the viewport redraws is the add-on's doing."""
+    """What a button or a script does, through the add-on's operators from this timer, the way a
+    script runs them. Nothing here tags a redraw; whether the viewport redraws is the add-on's
+    doing (but for 'frame', which sets the scene's frame as the timeline does). Panel mode:
+    'select' bones (``bones``; the first made active), 'clear' the pins, or 'pin' the selected
+    bones (``kind``, the sidebar's + button: POSE). First mode: 'drag_button' (the sidebar's Drag
+    button), 'reach' (where the far reach's goal is), 'keys' (the bones keyed at the frame),
+    'last_solve' (the Last Solve panel's labels), 'idle_pins' (pins with frames, off their
+    bones), 'frame' (the scene's frame to ``frame``)."""
     obj = S.obj = bpy.data.objects[S.obj_name]
     before = {"view_draws": S.view_draws, "markers": marker_points(obj)}
     op = request.get("op")
     result = None
+    if op in FIRST_OPS:
+        result = FIRST_OPS[op](obj, request)
+        return {"op": op, "result": result, "before": before, "after": peek()}
     with override():
         if op == "select":
             names = request.get("bones") or []
@@ -769,10 +794,216 @@ def run_op(request) -> dict:
         elif op == "clear":
             result = sorted(bpy.ops.welman_ik.clear_pins())
         elif op == "pin":
-            result = sorted(bpy.ops.welman_ik.pin())
+            result = sorted(bpy.ops.welman_ik.pin(kind=request.get("kind") or "POSITION"))
         else:
             raise ValueError(f"unknown op {op!r}")
     return {"op": op, "result": result, "before": before, "after": peek()}
+
+
+# --------------------------------------------------------------------------- first mode
+
+
+def window_point(world) -> list | None:
+    """Window coordinates of a world point in the main region (None behind the view)."""
+    p = region_point(S.region, S.area.spaces.active.region_3d, Vector(world))
+    return None if p is None else [S.region.x + p[0], S.region.y + p[1]]
+
+
+def world_point(obj, name: str, anchor: float) -> Vector:
+    return point_on_bone(obj, name, anchor)
+
+
+def lean_deg(obj) -> float:
+    """The trunk's lean: the line from the pelvis (spine's head) to the chest (spine.004's
+    head), its angle from +Z [deg]."""
+    line = world_point(obj, LEAN[1], 0.0) - world_point(obj, LEAN[0], 0.0)
+    return math.degrees(math.acos(max(-1.0, min(1.0, line.z / max(line.length, 1e-12)))))
+
+
+def feet_figures(obj) -> dict:
+    """The feet's world orientations, the heels' and toes' heights [m], and the trunk's lean."""
+    return {"rotations": {n: world_rotation(obj, n) for n in FEET},
+            "heels": {n: world_point(obj, n, 0.0).z for n in FEET},
+            "toes": {n: world_point(obj, n, 1.0).z for n in TOES},
+            "lean": lean_deg(obj)}
+
+
+def watch_drag(force: bool = False) -> None:
+    """First mode, from the timer and each status: while the drag from the sidebar runs, the
+    worst figures so far: the largest turn of a foot from the drag's start [deg], the lowest
+    heel and toe relative to their start [m], the largest lean of the trunk [deg]."""
+    w = S.watch
+    if w is None or S.obj_name is None or not (force or w["active"]):
+        return
+    obj = bpy.data.objects[S.obj_name]
+    running = drag_running()
+    if running is False and not force:
+        w["active"] = False  # the drag ended: the last sample was its last pose
+        return
+    start, now = S.first_start["feet"], feet_figures(obj)
+    turn = {n: angle_deg(start["rotations"][n], now["rotations"][n]) for n in FEET}
+    heel = {n: now["heels"][n] - start["heels"][n] for n in FEET}
+    toe = {n: now["toes"][n] - start["toes"][n] for n in TOES}
+    w["samples"] += 1
+    for n in FEET:
+        w["foot_turn_deg"][n] = max(w["foot_turn_deg"][n], turn[n])
+        w["heel_drop_m"][n] = min(w["heel_drop_m"][n], heel[n])
+    for n in TOES:
+        w["toe_drop_m"][n] = min(w["toe_drop_m"][n], toe[n])
+    w["lean_deg"] = max(w["lean_deg"], now["lean"])
+
+
+def first_status(obj) -> dict:
+    """First mode, in each status reply: the hand's tail in the window, the trunk's turn since
+    the drag began, the drag's goal in the window, and the worst figures watched so far."""
+    watch_drag(force=S.watch is not None and S.watch["active"])
+    start = S.first_start
+    trunk = {n: angle_deg(start["trunk"][n], world_rotation(obj, n)) for n in TRUNK if n in start["trunk"]}
+    session = resolve("welman_ik.blender.drag.state.DRAG_STATE.session")
+    goal = None if session is None or session.goal is None else [float(v) for v in session.goal]
+    return {"hand_window": window_point(world_point(obj, ARGS.bone, 1.0)),
+            "hand_start_window": start["hand_window"],
+            "trunk_turned_deg": max(trunk.values(), default=0.0),
+            "lean_deg": lean_deg(obj), "lean_start_deg": start["feet"]["lean"],
+            "goal": goal, "goal_window": None if goal is None else window_point(goal),
+            "watch": S.watch}
+
+
+def op_drag_button(obj, request) -> dict:
+    """The sidebar's Drag button: the drag invoked with the sidebar as the context's region
+    (the operator drags the active bone in the area's main region), the pointer wherever it is.
+    The pose's figures are kept first, and the watch begins."""
+    bpy.context.view_layer.update()
+    S.first_start = {"trunk": {n: world_rotation(obj, n) for n in TRUNK + (HEAD,) if n in obj.pose.bones},
+                     "feet": feet_figures(obj), "pelvis": world_point(obj, LEAN[0], 0.0),
+                     "hand_window": window_point(world_point(obj, ARGS.bone, 1.0))}
+    S.watch = {"active": True, "samples": 0, "foot_turn_deg": {n: 0.0 for n in FEET},
+               "heel_drop_m": {n: 0.0 for n in FEET}, "toe_drop_m": {n: 0.0 for n in TOES},
+               "lean_deg": S.first_start["feet"]["lean"], "lean_start_deg": S.first_start["feet"]["lean"]}
+    if S.ui_region is None:
+        raise RuntimeError("the 3D viewport has no sidebar region")
+    head_window = window_point(world_point(obj, HEAD, 1.0))
+    with bpy.context.temp_override(window=S.window, screen=S.window.screen, area=S.area, region=S.ui_region):
+        outcome = sorted(bpy.ops.welman_ik.drag("INVOKE_DEFAULT"))
+    moves = [e for e in S.events if e["type"] in {"MOUSEMOVE", "INBETWEEN_MOUSEMOVE"}]
+    return {"outcome": outcome, "drag_running": drag_running(), "hand_window": S.first_start["hand_window"],
+            "head_window": head_window,
+            "last_mouse": [moves[-1]["x"], moves[-1]["y"]] if moves else None}
+
+
+def op_reach(obj, request) -> dict:
+    """Where the far reach's goal is: 40 cm past the arm's reach from the shoulder, up and out
+    (-X is the metarig's right, +Z up, in the front view), in the world and the window; with
+    the drag's goal now and the hand's tail in the window."""
+    bpy.context.view_layer.update()
+    shoulder = world_point(obj, ARM[0], 0.0)
+    reach = sum(obj.pose.bones[n].length for n in ARM)
+    out = Vector((-1.0, 0.0, 1.0)).normalized()
+    target = shoulder + (reach + 0.4) * out
+    session = resolve("welman_ik.blender.drag.state.DRAG_STATE.session")
+    goal = None if session is None or session.goal is None else Vector([float(v) for v in session.goal])
+    if goal is None and session is not None:
+        goal = Vector([float(v) for v in session.effector()])
+    return {"shoulder": vec(shoulder), "reach_m": reach, "target": vec(target), "target_window": window_point(target),
+            "goal": None if goal is None else vec(goal), "goal_window": None if goal is None else window_point(goal),
+            "hand_window": window_point(world_point(obj, ARGS.bone, 1.0)),
+            "pixels_per_metre": S.ready.get("pixels_per_metre")}
+
+
+def op_keys(obj, request) -> dict:
+    """The bones keyed at the scene's frame, and the worst figures the drag's watch saw."""
+    watch_drag(force=False)
+    frame = bpy.context.scene.frame_current
+    at_frame = [fc for fc in action_fcurves(obj) if any(abs(k.co[0] - frame) < 1e-6 for k in fc.keyframe_points)]
+    return {"frame": frame, "keyed_bones": sorted({fc.data_path.split('"')[1] for fc in at_frame
+                                                   if fc.data_path.startswith("pose.bones[")}),
+            "changed_bones": common.changed_bones(S.snapshot, obj), "changed_by": changed_by(obj), "watch": S.watch,
+            "pelvis_moved_m": (world_point(obj, LEAN[0], 0.0) - S.first_start["pelvis"]).length,
+            "pelvis_turned_deg": angle_deg(S.first_start["trunk"][LEAN[0]], world_rotation(obj, LEAN[0])),
+            "drag_running": drag_running()}
+
+
+def changed_by(obj) -> dict:
+    """Per bone whose channels changed since ready: the largest change of any channel value."""
+    now = common.pose_snapshot(obj)
+    out = {}
+    for name, before in S.snapshot.items():
+        diffs = [abs(a - b) for old, new in zip(before[1:], now[name][1:]) for a, b in zip(old, new)]
+        if max(diffs, default=0.0) > 0.0:
+            out[name] = max(diffs)
+    return out
+
+
+class RecordingLayout:
+    """Stands in for a UILayout (as tests/blender/test_panel_words.py's does): records the text
+    of every label drawn; every other call gives another recording layout."""
+
+    def __init__(self, log: list):
+        self.log = log
+
+    def __getattr__(self, name):  # row, column, box, split, separator, prop, operator, ...
+        return lambda *args, **kwargs: RecordingLayout(self.log)
+
+    def label(self, text="", **kwargs):
+        self.log.append(text)
+
+
+def op_last_solve(obj, request) -> dict:
+    """The labels the add-on's Last Solve sub-panel draws now, in order."""
+    import types
+
+    from welman_ik.blender.ui import panel
+
+    log: list = []
+    fake = types.SimpleNamespace(layout=RecordingLayout(log))
+    with bpy.context.temp_override(window=S.window, screen=S.window.screen, area=S.area, region=S.ui_region):
+        panel.WELMAN_IK_PT_last_solve.draw(fake, bpy.context)
+    ls = obj.welman_ik.last_solve
+    return {"labels": log, "last_solve": {k: getattr(ls, k) for k in ("operation", "iterations", "drag_error",
+                                                                      "max_pin_error", "milliseconds", "converged")
+                                          if hasattr(ls, k)}}
+
+
+def op_idle_pins(obj, request) -> dict:
+    """Position pins at the tails of ``IDLE_PINS``' bones, each put its offset off the bone, in
+    force on ``IDLE_FRAMES`` only (the scene's frame outside them); the pins list's detail of
+    each (the add-on's ``pin_detail``)."""
+    pins = obj.welman_ik.pins
+    added = []
+    for name, offset in IDLE_PINS:
+        for pb in obj.pose.bones:
+            pb.bone.select = pb.name == name
+        obj.data.bones.active = obj.data.bones[name]
+        with override():
+            if bpy.ops.welman_ik.pin(kind="POSITION", anchor=1.0) != {"FINISHED"}:
+                raise RuntimeError(f"welman_ik.pin() on {name} did not finish")
+        pin = pins[len(pins) - 1]
+        pin.frame_start, pin.frame_end = IDLE_FRAMES
+        pin.location = Vector(pin.location) + Vector(offset)
+        added.append(len(pins) - 1)
+    return {"added": added, "frame": bpy.context.scene.frame_current, "pins": first_pin_rows(obj)}
+
+
+def first_pin_rows(obj) -> list:
+    try:
+        from welman_ik.blender.ui import pin_list
+    except ImportError:  # (an add-on from before the pins list showed frames: pictures of how it was)
+        pin_list = None
+    frame = bpy.context.scene.frame_current
+    return [{"bone": p.bone, "kind": p.kind, "anchor": p.anchor, "frames": [p.frame_start, p.frame_end],
+             "detail": pin_list.pin_detail(p) if pin_list else "",
+             "in_force": pin_list.in_force(p, frame) if pin_list else True,
+             "window": window_point(p.location)} for p in obj.welman_ik.pins]
+
+
+def op_frame(obj, request) -> dict:
+    """The scene's frame set as the timeline sets it."""
+    bpy.context.scene.frame_set(int(request["frame"]))
+    return {"frame": bpy.context.scene.frame_current, "pins": first_pin_rows(obj)}
+
+
+FIRST_OPS = {"drag_button": op_drag_button, "reach": op_reach, "keys": op_keys, "last_solve": op_last_solve,
+             "idle_pins": op_idle_pins, "frame": op_frame}
 
 
 def serve():
@@ -850,6 +1081,7 @@ def tick():
             step_ready()
         elif step == "serve":
             watch_pins()
+            watch_drag()
             serve()
     except Exception:  # noqa: BLE001 - any failure is written for the driver, then Blender quits
         common.fail(S.step, quit_blender)

@@ -7,6 +7,7 @@
     python3 tests/e2e/run_e2e.py --mode pin-key           # drag hand.R, O over it halfway, left click
     python3 tests/e2e/run_e2e.py --mode dry-run,confirm,cancel
     python3 tests/e2e/run_e2e.py --mode panel --layout default --sidebar-width 0 --screen 1600x900
+    python3 tests/e2e/run_e2e.py --mode first --layout default --sidebar-width 0 --screen 1600x900
 
 Needs only the Python standard library, and the Debian packages blender (3.4+), xvfb,
 xdotool and imagemagick. For each mode it starts Blender with ``blender_side.py`` on its own
@@ -39,6 +40,7 @@ import argparse
 import json
 import math
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -53,10 +55,13 @@ ROOT = HERE.parents[1]
 # pin-key: confirm, with the pin key --pin-key pressed over the dragged bone halfway through the moves
 # panel: the markers appear on Pin and vanish on Clear with no other redraw, screenshots of the panel at
 # Blender's default layout and sidebar width; then a drag, cancelled
-MODES = ("dry-run", "confirm", "cancel", "undo", "motion", "pin-key", "panel")
+# first: the first ten minutes in the window: the README's recipe (the feet pinned by the sidebar's Pin, the hand
+# dragged from the sidebar's Drag button, out past its reach), the Last Solve's figures, pins by their frames
+MODES = ("dry-run", "confirm", "cancel", "undo", "motion", "pin-key", "panel", "first")
 PIN_KEYS = {"o": "ORIENTATION"}  # pin-key mode: the xdotool key and the pin kind it toggles while dragging
 FOOT_PINS = ("toe.L", "toe.R", "heel.02.L", "heel.02.R")  # the pins blender_side.py puts on the feet
 LEGS = ("thigh", "shin", "foot", "toe", "heel")  # the metarig's leg bones, less their side
+FEET = ("foot.L", "foot.R")  # first mode: the bones the README's recipe pins (blender_side.py's FEET)
 LATENCY_HOOK = "welman_ik.blender.drag.state.DRAG_STATE.latencies"  # blender_side.py's LATENCY_HOOKS[0]
 
 
@@ -71,6 +76,8 @@ class Failure(Exception):
 
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--recipe-kind", default="POSE",
+                   help="first mode: the kind the sidebar's + pins the feet by (POSE; POSITION was the add-on's before)")
     p.add_argument("--mode", default="dry-run", help="dry-run, confirm, cancel, or several joined by commas")
     p.add_argument("--dry-run", action="store_true", help="same as --mode dry-run")
     p.add_argument("--blender", default=os.environ.get("BLENDER", "blender"))
@@ -461,68 +468,11 @@ def run_mode(mode: str, args, display: int, out_dir: Path) -> tuple[Checks, dict
         if mode == "panel":
             panel_markers(x, ex, to_screen, left, checks, report, out_dir)
 
-        # Onto the bone.
-        start = to_screen(hx, hy)
-        x.move(*start)
-        time.sleep(0.4)
-        status = ex.request("status", timeout=min(20, left()), label="on bone")
-        expected = [round(v) for v in to_window(*x.mouse())]
-        seen = status["last_mouse"]
-        checks.add(seen is not None and abs(seen[0] - expected[0]) <= 1 and abs(seen[1] - expected[1]) <= 1,
-                   "mouse mapping", f"pointer at screen {x.mouse()}, Blender saw window {seen}, expected {expected}")
-
-        # The drag.
-        if mode != "dry-run":
-            x.key(args.shortcut)
-            time.sleep(0.5)
-            status = ex.request("status", timeout=min(20, left()), label="after shortcut")
-            report["drag_running_after_shortcut"] = status["drag_running"]
-        dx, dy = (float(v) for v in args.drag.split(","))
-        positions = []
-        report["moves_sent"] = args.steps
-        for i in range(1, args.steps + 1):
-            x.move(start[0] + dx * i / args.steps, start[1] + dy * i / args.steps)
-            time.sleep(args.step_sleep)
-            positions.append(x.mouse())
-            left()
-            if mode == "pin-key" and i == args.steps // 2:
-                press_pin_key(x, ex, args, to_window, left, checks, report)
-        time.sleep(0.5)
-        end_screen = x.mouse()
-        status = ex.request("status", timeout=min(20, left()), label="after moves")
-        report["positions"] = positions
-        moves = len(set(positions))
-        checks.add(moves >= 10 and tuple(end_screen) == (round(start[0] + dx), round(start[1] + dy)), "mouse moved",
-                   f"{moves} distinct positions, ended at {end_screen}")
-        seen = status["last_mouse"]
-        expected = [round(v) for v in to_window(*end_screen)]
-        if mode == "dry-run":
-            checks.add(seen is not None and abs(seen[0] - expected[0]) <= 1 and abs(seen[1] - expected[1]) <= 1,
-                       "Blender saw the moves", f"last mouse event at window {seen}, expected {expected}")
+        if mode == "first":
+            end_screen = first_minutes(args, x, ex, to_screen, to_window, left, checks, report, out_dir)
         else:
-            checks.add(status["drag_running"] is True and bool(status["changed_bones"]), "drag running",
-                       f"drag session {describe_session(status['drag_running'])}, {len(status['changed_bones'])} "
-                       "bones moved mid-drag")
-            x.screenshot(out_dir / f"e2e_{mode}_drag.png")
-            if mode == "panel":  # the pins' markers mid-drag (the drag moves nothing of the feet)
-                peeked = ex.request("peek", timeout=min(20, left()))
-                seen = [marker_pixels(out_dir / f"e2e_{mode}_drag.png", to_screen(*m["window"]))
-                        for m in peeked["markers"]]
-                checks.add(len(seen) == 4 and all(n >= 10 for n in seen), "markers seen mid-drag",
-                           f"green pixels at the {len(seen)} foot pins' markers: {seen} (each at least 10)")
-            if mode in ("confirm", "undo", "motion", "pin-key"):
-                x.click(1)
-                if mode == "undo":
-                    time.sleep(0.8)
-                    status = ex.request("status", timeout=min(20, left()), label="after confirm")
-                    checks.add(bool(status["changed_bones"]), "confirmed before undo",
-                               f"{len(status['changed_bones'])} bones changed")
-                    x.key("ctrl+z")
-            elif args.cancel_with == "Escape":
-                x.key("Escape")
-            else:
-                x.click(3)
-            time.sleep(0.8)
+            end_screen = shortcut_drag(mode, args, x, ex, to_screen, to_window, left, checks, report, out_dir,
+                                       hx, hy)
 
         # The picture, then the result, then Blender quits.
         t = time.time()
@@ -562,22 +512,103 @@ def run_mode(mode: str, args, display: int, out_dir: Path) -> tuple[Checks, dict
     return checks, report
 
 
+def shortcut_drag(mode: str, args, x: X, ex: Exchange, to_screen, to_window, left, checks: Checks, report: dict,
+                  out_dir: Path, hx: float, hy: float) -> tuple[int, int]:
+    """Every mode but first: the pointer onto the bone, the drag's shortcut, the moves, then
+    confirm (and undo), or cancel; the pointer's last position on the screen."""
+    # Onto the bone.
+    start = to_screen(hx, hy)
+    x.move(*start)
+    time.sleep(0.4)
+    status = ex.request("status", timeout=min(20, left()), label="on bone")
+    expected = [round(v) for v in to_window(*x.mouse())]
+    seen = status["last_mouse"]
+    checks.add(seen is not None and abs(seen[0] - expected[0]) <= 1 and abs(seen[1] - expected[1]) <= 1,
+               "mouse mapping", f"pointer at screen {x.mouse()}, Blender saw window {seen}, expected {expected}")
+
+    # The drag.
+    if mode != "dry-run":
+        x.key(args.shortcut)
+        time.sleep(0.5)
+        status = ex.request("status", timeout=min(20, left()), label="after shortcut")
+        report["drag_running_after_shortcut"] = status["drag_running"]
+    dx, dy = (float(v) for v in args.drag.split(","))
+    positions = []
+    report["moves_sent"] = args.steps
+    for i in range(1, args.steps + 1):
+        x.move(start[0] + dx * i / args.steps, start[1] + dy * i / args.steps)
+        time.sleep(args.step_sleep)
+        positions.append(x.mouse())
+        left()
+        if mode == "pin-key" and i == args.steps // 2:
+            press_pin_key(x, ex, args, to_window, left, checks, report)
+    time.sleep(0.5)
+    end_screen = x.mouse()
+    status = ex.request("status", timeout=min(20, left()), label="after moves")
+    report["positions"] = positions
+    moves = len(set(positions))
+    checks.add(moves >= 10 and tuple(end_screen) == (round(start[0] + dx), round(start[1] + dy)), "mouse moved",
+               f"{moves} distinct positions, ended at {end_screen}")
+    seen = status["last_mouse"]
+    expected = [round(v) for v in to_window(*end_screen)]
+    if mode == "dry-run":
+        checks.add(seen is not None and abs(seen[0] - expected[0]) <= 1 and abs(seen[1] - expected[1]) <= 1,
+                   "Blender saw the moves", f"last mouse event at window {seen}, expected {expected}")
+    else:
+        checks.add(status["drag_running"] is True and bool(status["changed_bones"]), "drag running",
+                   f"drag session {describe_session(status['drag_running'])}, {len(status['changed_bones'])} "
+                   "bones moved mid-drag")
+        x.screenshot(out_dir / f"e2e_{mode}_drag.png")
+        if mode == "panel":  # the pins' markers mid-drag (the drag moves nothing of the feet)
+            peeked = ex.request("peek", timeout=min(20, left()))
+            seen = [marker_pixels(out_dir / f"e2e_{mode}_drag.png", to_screen(*m["window"]))
+                    for m in peeked["markers"]]
+            checks.add(len(seen) == 4 and all(n >= 10 for n in seen), "markers seen mid-drag",
+                       f"green pixels at the {len(seen)} foot pins' markers: {seen} (each at least 10)")
+        if mode in ("confirm", "undo", "motion", "pin-key"):
+            x.click(1)
+            if mode == "undo":
+                time.sleep(0.8)
+                status = ex.request("status", timeout=min(20, left()), label="after confirm")
+                checks.add(bool(status["changed_bones"]), "confirmed before undo",
+                           f"{len(status['changed_bones'])} bones changed")
+                x.key("ctrl+z")
+        elif args.cancel_with == "Escape":
+            x.key("Escape")
+        else:
+            x.click(3)
+        time.sleep(0.8)
+    return end_screen
+
+
 MARKER_WAIT_S = 2.5  # for the viewport to redraw (in software GL), if anything asked it to
 MARKER_HALF = 9  # pixels either side of a marker's centre that are looked at
 
 
-def marker_pixels(png: Path, centre, half: int = MARKER_HALF) -> int:
-    """How many pixels of the square around screen point ``centre`` have a pin marker's green
-    (``pin_shapes.parts.PIN_HELD``, 0.2 0.9 0.3); ImageMagick reads the screenshot."""
+def _pixels(png: Path, centre, half: int) -> list[tuple[float, float, float]]:
+    """The RGB (0-255) of the square of pixels around screen point ``centre``; ImageMagick reads
+    the screenshot."""
     x0, y0 = round(centre[0]) - half, round(centre[1]) - half
     text = subprocess.run(["convert", str(png), "-crop", f"{2 * half + 1}x{2 * half + 1}+{x0}+{y0}", "+repage",
                            "-depth", "8", "txt:-"], capture_output=True, text=True, timeout=30, check=True).stdout
-    count = 0
+    out = []
     for line in text.splitlines()[1:]:
         values = line.split("(", 1)[1].split(")", 1)[0].split(",")[:3]
         r, g, b = (float(v) for v in values)
-        count += g >= 170 and r <= 130 and b <= 150 and g - max(r, b) >= 80
-    return count
+        out.append((r, g, b))
+    return out
+
+
+def marker_pixels(png: Path, centre, half: int = MARKER_HALF) -> int:
+    """How many pixels of the square around screen point ``centre`` have a pin marker's green
+    (``pin_shapes.parts.PIN_HELD``, 0.2 0.9 0.3)."""
+    return sum(g >= 170 and r <= 130 and b <= 150 and g - max(r, b) >= 80 for r, g, b in _pixels(png, centre, half))
+
+
+def red_pixels(png: Path, centre, half: int = MARKER_HALF) -> int:
+    """How many pixels of the square around screen point ``centre`` have a missed pin's red
+    (``pin_shapes.parts.PIN_VIOLATED``, 1.0 0.15 0.1)."""
+    return sum(r >= 170 and g <= 110 and b <= 110 and r - max(g, b) >= 80 for r, g, b in _pixels(png, centre, half))
 
 
 def panel_markers(x: X, ex: Exchange, to_screen, left, checks: Checks, report: dict, out_dir: Path) -> None:
@@ -623,6 +654,218 @@ def panel_markers(x: X, ex: Exchange, to_screen, left, checks: Checks, report: d
           f"{naming or 'none'} ({count} bones); screenshots e2e_panel_before/cleared/pinned.png", flush=True)
     ex.request("op", timeout=min(20, left()), op="select", bones=[report["ready"]["bone"]])
     time.sleep(MARKER_WAIT_S)
+
+
+FIRST_MOVE_PX = 50.0  # first mode: the pointer's move after the Drag button, toward the head ...
+FIRST_MOVE_TOLERANCE_PX = 15.0  # ... and how far the hand's move on screen may differ from it
+FIRST_TRUNK_TURN_DEG = 5.0  # the trunk may turn this much in the world while the hand follows the button's drag
+FOOT_TURN_DEG = 1.0  # the largest turn of a pinned foot over the far reach
+GROUND_SLACK_M = 1e-4  # how far a heel or a toe may sink below its start
+LEAN_DEG = 30.0  # the trunk's largest lean from upright over the far reach
+PAST_REACH_M = 0.4  # (blender_side.op_reach: the goal this far past the arm's reach)
+REACH_STEP_M = 0.01  # the pointer's step on the way out, in the goal's metres
+LENGTH = re.compile(r"^-?\d+(\.\d+)? (µm|mm|cm|m|km)$")  # a length as the Last Solve panel writes it
+DURATION = re.compile(r"^-?\d+(\.\d+)? (ms|s)$")
+IDLE_DETAIL = "20–40"  # the pins list's detail of blender_side's IDLE_PINS (their tails, the default point, frames 20-40)
+IN_FORCE_FRAME = 30
+
+
+def significant_digits(number: str) -> int:
+    """Significant digits of a fixed-notation number ('0.308' 3, '1.00' 3, '12' 2, '0' 1)."""
+    digits = number.lstrip("-").replace(".", "").lstrip("0")
+    return max(1, len(digits))
+
+
+def first_minutes(args, x: X, ex: Exchange, to_screen, to_window, left, checks: Checks, report: dict,
+                  out_dir: Path) -> tuple[int, int]:
+    """First mode: what a person does in the first ten minutes, in the window. The README's
+    recipe (the feet pinned by the sidebar's Pin, POSE pins; the hand made active), the drag
+    started from the sidebar's Drag button with the pointer over the sidebar (the hand must move
+    by the pointer's motion, the trunk stay), then out past the arm's reach and back to a fifth of
+    the way out (the feet planted, the trunk upright, the body over the feet), confirmed (no leg keyed); the Last Solve panel's
+    figures; then pins with frames the scene's frame is outside of (drawn dim, no miss line) and
+    inside of (red: they are 10 cm off). The pointer's last position on the screen."""
+    first: dict = {}
+    report["first"] = first
+    ready = report["ready"]
+
+    def request(cmd: str, **fields) -> dict:
+        return ex.request(cmd, timeout=min(30, left()), **fields)
+
+    # 1. The README's recipe: the feet pinned by the sidebar's Pin (+), the hand selected alone.
+    request("op", op="clear")
+    request("op", op="select", bones=list(FEET))
+    pinned = request("op", op="pin", kind=args.recipe_kind)
+    chosen = request("op", op="select", bones=[args.bone])["after"]
+    first["recipe"] = {"pin": pinned["result"], "pins": chosen["pin_rows"]}
+    kinds = sorted((p["bone"], p["kind"]) for p in chosen["pin_rows"])
+    checks.add(pinned["result"] == ["FINISHED"] and kinds == [(b, "POSE") for b in FEET]
+               and chosen["active_bone"] == args.bone and chosen["selected_bones"] == [args.bone],
+               "the recipe pins the feet by the sidebar's Pin",
+               f"pin(kind='{args.recipe_kind}') {pinned['result']}: pins {kinds}; active {chosen['active_bone']}, selected "
+               f"{chosen['selected_bones']}")
+    time.sleep(MARKER_WAIT_S)
+
+    # 2. The Drag button, the pointer over the sidebar: the hand moves by the pointer's motion.
+    centre = ready["sidebar_centre_window"]
+    x.move(*to_screen(*centre))
+    time.sleep(0.5)
+    status = request("status", label="over the sidebar")
+    expected = [round(v) for v in to_window(*x.mouse())]
+    seen = status["last_mouse"]
+    checks.add(seen is not None and abs(seen[0] - expected[0]) <= 1 and abs(seen[1] - expected[1]) <= 1,
+               "mouse mapping", f"pointer over the sidebar at screen {x.mouse()}, Blender saw window {seen}, "
+               f"expected {expected}")
+    started = request("op", op="drag_button")["result"]
+    first["drag_button"] = started
+    hand0, head = started["hand_window"], started["head_window"]
+    ux, uy = head[0] - hand0[0], head[1] - hand0[1]
+    norm = math.hypot(ux, uy) or 1.0
+    ux, uy = ux / norm, uy / norm
+    pointer0 = x.mouse()
+    for i in range(1, 11):  # y down on the screen, up in the window
+        x.move(pointer0[0] + FIRST_MOVE_PX * ux * i / 10, pointer0[1] - FIRST_MOVE_PX * uy * i / 10)
+        time.sleep(0.25)
+    time.sleep(1.0)
+    status = request("status", label="after the button's drag")
+    fig = status.get("first") or {}
+    hand1 = fig.get("hand_window")
+    moved = math.dist(hand0, hand1) if hand0 and hand1 else float("nan")
+    along = ((hand1[0] - hand0[0]) * ux + (hand1[1] - hand0[1]) * uy) if hand0 and hand1 else float("nan")
+    trunk = fig.get("trunk_turned_deg", float("nan"))
+    first["after_button"] = {"status": status, "hand_moved_px": moved, "along_px": along}
+    x.screenshot(out_dir / "e2e_first_drag_button.png")
+    checks.add(started["outcome"] == ["RUNNING_MODAL"] and status["drag_running"] is True
+               and abs(moved - FIRST_MOVE_PX) <= FIRST_MOVE_TOLERANCE_PX and trunk <= FIRST_TRUNK_TURN_DEG,
+               "the Drag button starts where the bone is",
+               f"drag {started['outcome']} from the sidebar (pointer at window {started['last_mouse']}, "
+               f"{args.bone}'s tail at ({hand0[0]:.0f}, {hand0[1]:.0f})); pointer moved {FIRST_MOVE_PX:.0f} px toward "
+               f"the head: the hand moved {moved:.1f} px on screen ({along:.1f} px along the pointer's move; "
+               f"{FIRST_MOVE_PX:.0f} ± {FIRST_MOVE_TOLERANCE_PX:.0f}), the trunk turned {trunk:.2f} deg "
+               f"(at most {FIRST_TRUNK_TURN_DEG:g}), lean {fig.get('lean_deg', float('nan')):.1f} deg")
+
+    # 3. Out past the arm's reach and back to a fifth of the way out, the feet planted.
+    reach = request("op", op="reach")["result"]
+    first["reach"] = reach
+    goal, target = reach["goal_window"], reach["target_window"]
+    ppm = reach["pixels_per_metre"] or ready["pixels_per_metre"]
+    dx, dy = target[0] - goal[0], target[1] - goal[1]
+    steps = max(10, math.ceil(math.hypot(dx, dy) / (ppm * REACH_STEP_M)))
+    pointer0 = x.mouse()
+    out_at = (pointer0[0] + dx, pointer0[1] - dy)
+    screen = report["window_geometry"]
+    inside = 0 <= out_at[0] < screen["WIDTH"] and 0 <= out_at[1] < screen["HEIGHT"]
+    print(f"  reach: shoulder to hand {reach['reach_m']:.3f} m, goal {PAST_REACH_M:g} m past it at window "
+          f"({target[0]:.0f}, {target[1]:.0f}); the pointer moves ({dx:.0f}, {-dy:.0f}) px on the screen in {steps} "
+          f"steps, to {tuple(round(v) for v in out_at)}{'' if inside else ' (OUTSIDE the screen)'}", flush=True)
+    waypoints = []
+    every = max(1, steps // 10)
+    for i in range(1, steps + 1):
+        x.move(pointer0[0] + dx * i / steps, pointer0[1] - dy * i / steps)
+        time.sleep(0.08)
+        if i % every == 0 or i == steps:
+            waypoints.append(request("status", label=f"reach {i}").get("first"))
+    time.sleep(1.0)
+    far = request("status", label="far").get("first") or {}
+    waypoints.append(far)
+    x.screenshot(out_dir / "e2e_first_reach.png")
+    back = max(3, steps * 4 // 5)  # back to a fifth of the way out: within the arm's reach again
+    for i in range(1, back + 1):
+        x.move(pointer0[0] + dx * (1 - 0.8 * i / back), pointer0[1] - dy * (1 - 0.8 * i / back))
+        time.sleep(0.08)
+    time.sleep(1.0)
+    waypoints.append(request("status", label="back to a fifth").get("first"))
+    x.click(1)
+    time.sleep(1.0)
+    keys = request("op", op="keys")["result"]
+    first["far"], first["keys"] = far, keys
+    report["moves_sent"] = 10 + steps + back
+    watch = keys["watch"] or {}
+    goal_far = far.get("goal")
+    miss = math.dist(goal_far, reach["target"]) if goal_far else float("nan")
+    turns = watch.get("foot_turn_deg", {})
+    checks.add(bool(turns) and max(turns.values()) <= FOOT_TURN_DEG, "the recipe keeps the feet flat",
+               "largest turn of each foot over the drag: "
+               + ", ".join(f"{n} {v:.3f} deg" for n, v in turns.items())
+               + f" (at most {FOOT_TURN_DEG:g}); {watch.get('samples', 0)} samples, {len(waypoints)} waypoints; the "
+               f"drag's goal at the far point {miss * 100:.1f} cm from the target {PAST_REACH_M * 100:.0f} cm past "
+               "reach")
+    drops = {**watch.get("heel_drop_m", {}), **watch.get("toe_drop_m", {})}
+    checks.add(bool(drops) and min(drops.values()) >= -GROUND_SLACK_M, "the recipe keeps the feet on the ground",
+               "lowest height from the start: " + ", ".join(
+                   f"{'heel' if n in FEET else 'toe'} {n} {v * 1000:+.4f} mm" for n, v in drops.items())
+               + f" (at most {GROUND_SLACK_M * 1000:g} mm below)")
+    lean = watch.get("lean_deg", float("nan"))
+    checks.add(lean <= LEAN_DEG, "the trunk stays upright",
+               f"largest lean of the trunk (spine's head to spine.004's head, from +Z) {lean:.1f} deg "
+               f"(at most {LEAN_DEG:g}; {watch.get('lean_start_deg', float('nan')):.1f} at the start)")
+    legs = [b for b in keys["keyed_bones"] if b.split(".")[0] in LEGS]
+    checks.add(keys["drag_running"] is False and not legs and "forearm.R" in keys["keyed_bones"],
+               "after confirm, the legs are not keyed",
+               f"frame {keys['frame']}: keyed {keys['keyed_bones']}; leg bones keyed: {legs or 'none'}"
+               + (" (their channels changed by up to " + ", ".join(f"{b} {keys['changed_by'].get(b, 0.0):.2g}"
+                                                            for b in legs) + ")" if legs else "")
+               + f"; the pelvis moved {keys['pelvis_moved_m'] * 100:.1f} cm and turned "
+               f"{keys['pelvis_turned_deg']:.1f} deg; drag {describe_session(keys['drag_running'])}")
+
+    # 4. The Last Solve's figures, read at a glance.
+    solved = request("op", op="last_solve")["result"]
+    labels = solved["labels"]
+    first["last_solve"] = solved
+    lengths = {label.split(": ", 1)[0]: label.split(": ", 1)[1] for label in labels
+               if label.startswith(("Drag error: ", "Largest pin error: "))}
+    bad = [f"{k}: {v}" for k, v in lengths.items()
+           if not LENGTH.match(v) or significant_digits(v.split(" ")[0]) > 3]
+    times = [label.split(": ", 1)[1] for label in labels if label.startswith("Time: ")]
+    checks.add(bool(labels) and labels[0] == "Drag" and set(lengths) == {"Drag error", "Largest pin error"}
+               and not bad and not any("e-" in label for label in labels) and len(times) == 1
+               and DURATION.match(times[0]) is not None,
+               "figures read at a glance", f"Last Solve labels {labels}" + (f"; unreadable {bad}" if bad else ""))
+    # The sidebar scrolled to its end, where Last Solve is (best effort: the wheel over its labels' column), then back.
+    ui = ready["ui_region"]
+    x.move(*to_screen(ui["x"] + 24, ui["y"] + ui["height"] * 0.4))
+    time.sleep(0.3)
+    for button in ("5", "4"):  # wheel down, screenshot, wheel up
+        for _ in range(20):
+            x.click(int(button))
+            time.sleep(0.05)
+        time.sleep(MARKER_WAIT_S)
+        if button == "5":
+            x.screenshot(out_dir / "e2e_first_panel.png")
+
+    # 5. Pins by their state: out of force on the frame drawn dim, with no miss; in force, red.
+    added = request("op", op="idle_pins")["result"]
+    time.sleep(MARKER_WAIT_S)
+    shot = out_dir / "e2e_first_pins.png"
+    x.screenshot(shot)
+    rows = added["pins"]
+    feet = [r for r in rows if r["bone"] in FEET]
+    idle = [rows[i] for i in added["added"]]
+    feet_green = [marker_pixels(shot, to_screen(*r["window"])) for r in feet]
+    idle_green = [marker_pixels(shot, to_screen(*r["window"])) for r in idle]
+    idle_red = [red_pixels(shot, to_screen(*r["window"])) for r in idle]
+    first["pins"] = {"rows": rows, "feet_green": feet_green, "idle_green": idle_green, "idle_red": idle_red}
+    checks.add(len(feet) == 2 and all(n >= 10 for n in feet_green) and len(idle) == 2
+               and not any(r["in_force"] for r in idle) and not any(idle_green) and not any(idle_red),
+               "pins out of force drawn dim",
+               f"frame {added['frame']}: green pixels at the feet's markers {feet_green} (each at least 10); at the "
+               f"markers of the pins on frames {idle[0]['frames'] if idle else '-'} ("
+               + ", ".join(r["bone"] for r in idle) + f") green {idle_green}, red {idle_red} (none)")
+    details = [r["detail"] for r in idle]
+    checks.add(len(details) == 2 and all(d == IDLE_DETAIL for d in details), "the pins list shows their frames",
+               f"pin_detail of the pins with frames: {details} (expected {IDLE_DETAIL!r})")
+    framed = request("op", op="frame", frame=IN_FORCE_FRAME)["result"]
+    time.sleep(MARKER_WAIT_S)
+    shot = out_dir / "e2e_first_pins_in_force.png"
+    x.screenshot(shot)
+    now = [framed["pins"][i] for i in added["added"]]
+    red = [red_pixels(shot, to_screen(*r["window"])) for r in now]
+    first["pins"]["in_force_red"] = red
+    checks.add(framed["frame"] == IN_FORCE_FRAME and all(r["in_force"] for r in now) and len(red) == 2
+               and all(n >= 10 for n in red), "pins in force show their miss",
+               f"frame {framed['frame']}: red pixels at the markers of the pins 10 cm off their bones {red} "
+               f"(each at least 10)")
+    return x.mouse()
 
 
 def press_pin_key(x: X, ex: Exchange, args, to_window, left, checks: Checks, report: dict) -> None:
@@ -687,6 +930,10 @@ def blender_checks(mode: str, args, r: dict, checks: Checks, report: dict) -> No
                f"latencies read from {r.get('latency_source')!r}, expected {LATENCY_HOOK!r}")
     checks.add(r["drag_running_at_finish"] is False, "drag ended",
                f"drag session at finish: {describe_session(r['drag_running_at_finish'])}")
+    if mode == "first":  # its checks ran mid-run (first_minutes)
+        lat = r.get("latencies_ms")
+        checks.add(bool(lat), "drag events solved", f"{len(lat or [])} mouse events")
+        return
     if mode == "dry-run":
         checks.add(r["pose_identical"] and r["key_count"] == 0, "nothing changed",
                    f"pose identical {r['pose_identical']}, {r['key_count']} keys")

@@ -24,6 +24,7 @@ from ..pins.goals import (
     support_points,
 )
 from ..pins.setup import MOVED_WITH_DRAG, active_pins, movable_bones, preferred_pose, translating_bones
+from ..pins.standing import standing_balance
 from ..rig import body, keyframes
 from ..rig.evaluated import FLOAT32_SLACK, GoalSet, Measured, anchor_points
 from ..rig.evaluated import measure as evaluated_measure
@@ -87,7 +88,7 @@ class DragSolver:
         for p, _ in shaped:
             check_pin(obj, p, settings.solver)
         support = support_points(pins)
-        pins = [(p, t) for p, t in pins if p.kind in POINT_KINDS]
+        every_pin, pins = pins, [(p, t) for p, t in pins if p.kind in POINT_KINDS]
         self.obj = obj
         self.settings = settings
         self.bone = bone
@@ -121,6 +122,8 @@ class DragSolver:
             joint, local = self.model.anchor_local(p.bone, p.anchor)
             self.pin_goals.append(PositionGoal(joint, local, target, weight=p.weight, priority=pin_priority))
         self.shaped = ShapedPins(obj, self.model, shaped, pin_priority, support)
+        standing = standing_balance(obj, self.model, every_pin, pin_priority)
+        self.standing = [] if standing is None else [standing]  # the body kept from tipping over
         joint, local = self.model.anchor_local(bone, anchor)
         start = self.model.skeleton.forward(self.model.q0)
         self.drag_goal = PositionGoal(joint, local, start.points(np.array([joint]), local[None])[0],
@@ -149,7 +152,7 @@ class DragSolver:
         s = self.settings
         return Problem(
             skeleton=self.model.skeleton,
-            goals=self.pin_goals + self.shaped.goals + [self.drag_goal],
+            goals=self.pin_goals + self.shaped.goals + [self.drag_goal] + self.standing,  # (the order explain reads)
             tolerance=s.tolerance if tolerance is None else tolerance,
             max_iterations=s.max_iterations,
             damping=s.damping,

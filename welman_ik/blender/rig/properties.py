@@ -276,6 +276,11 @@ class WELMAN_IK_Settings(bpy.types.PropertyGroup):
         description="While the body moves, the neck keeps the head looking where it looked (unless a pin is on the "
                     "head), below every pin and the drag",
     )
+    keep_balance: BoolProperty(
+        name="Keep Balance", default=True, override=OVERRIDABLE, options=STILL, update=SHOWN,
+        description="While two or more bones are pinned where they stand (the feet), a drag keeps the body's centre "
+                    "of mass over them: the trunk leans and the hips shift back, but the body does not tip over",
+    )
     gaze_bone: StringProperty(
         name="Gaze Bone", default="", override=OVERRIDABLE, options=STILL, update=SHOWN,
         description="The bone that keeps its world orientation (empty: the head, found by the rig's naming)",

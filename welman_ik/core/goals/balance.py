@@ -286,11 +286,11 @@ class BalanceGoal(Goal):
 
     def point_pairs(self, kin: Kinematics):
         """Each segment's point aimed at p_i + (mu_i / s) e (see the module docstring); when
-        the goal holds nothing, the heaviest segment's point where it is."""
+        the goal holds nothing, each where it is (as many pairs either way: a CCD sweep
+        gathers them again mid-sweep, where a one-sided goal may have come to ask nothing)."""
         points, _, e, rows = self._geometry(kin)
         massive = self._massive
         if rows is None or not np.any(e):
-            i = np.array([int(np.argmax(self.shares))])
-            return self.joints[i], points[i], points[i].copy()
+            return self.joints[massive], points[massive], points[massive].copy()
         shift = (self.shares[massive] / self._spread)[:, None] * e[None, :]
         return self.joints[massive], points[massive], points[massive] + shift

@@ -42,7 +42,7 @@ from collections.abc import Callable
 import numpy as np
 
 from ..goals import OrientationGoal, PoseGoal, PositionGoal
-from ..problem import Problem, SolveResult, check_start, goal_errors
+from ..problem import Problem, SolveResult, check_start, finish, goal_errors
 from .posture import place, stiff_wrists
 
 GAZE_TOLERANCE = 1e-4  # [rad] the head counts as kept within this turn
@@ -70,18 +70,22 @@ def limbs_first(solve: Callable[[Problem, np.ndarray], SolveResult],
         movable = problem.movable()
         tiers = np.zeros(len(q), np.intp) if problem.tiers is None else np.asarray(problem.tiers, np.intp)
         levels = np.unique(tiers[movable])
-        neck = gaze_joints(problem, movable & (tiers == (levels[0] if levels.size else 0)))
+        served = _asking(problem, q)
+        neck = gaze_joints(served, movable & (tiers == (levels[0] if levels.size else 0)))
         inner = dataclasses.replace(problem, tiers=None, gaze=None, idle=neck if neck.any() else None)
         home = q  # where the limbs start: the higher tiers and the neck at the preferred pose
+        rested = np.zeros(len(q), dtype=bool)  # limb joints back at the preferred pose
         if problem.reference is not None and levels.size > 1:
             held = (tiers > levels[0]) | neck
             home = q.copy()
             home[held] = np.asarray(problem.reference, dtype=float)[held]
-            home = problem.constrain(_rested(problem, home, movable & ~held))
+            home, rested = _rested(served, home, movable & ~held)
+            home = problem.constrain(home)
+        rest_pose = home
         result = None
         for level in levels[:-1]:
             joining = movable & (tiers <= level) & ~neck
-            if time.perf_counter() > deadline or not limbs_can_serve(problem, joining, home):
+            if time.perf_counter() > deadline or not limbs_can_serve(served, joining, home):
                 continue
             limbs, start = _posed(problem, inner, joining, home) if result is None else (inner, home)
             stage = _stage(solve, _within(limbs, _halfway(deadline), active=joining), start, stage_iterations)
@@ -93,6 +97,11 @@ def limbs_first(solve: Callable[[Problem, np.ndarray], SolveResult],
             result = solve(_within(inner, deadline), q)
         elif not result.converged:
             result = _joined(result, solve(_within(inner, deadline), result.q))
+        if rested.any() and result.converged:  # what the stages moved them by is rounding: undone
+            settled = result.q.copy()
+            settled[rested] = rest_pose[rested]
+            exact = finish(inner, settled, result.iterations, result.history)
+            result = exact if exact.converged else result
         if neck.any():
             result = keep_gaze(solve, problem, result, neck, deadline)
         return result
@@ -100,14 +109,31 @@ def limbs_first(solve: Callable[[Problem, np.ndarray], SolveResult],
     return staged
 
 
-def _rested(problem: Problem, q: np.ndarray, limbs: np.ndarray) -> np.ndarray:
+def _asking(problem: Problem, q: np.ndarray) -> Problem:
+    """``problem`` less the one-sided goals without a joint of their own that ask nothing at
+    ``q`` (a body standing balanced over its feet): the stages are planned by the goals that
+    ask something; the solves keep every goal."""
+    kin = None
+    goals = []
+    for goal in problem.goals:
+        if getattr(goal, "joint", None) is None and goal.one_sided:
+            kin = kin if kin is not None else problem.skeleton.forward(q)
+            if not goal.active(kin):
+                continue
+        goals.append(goal)
+    return problem if len(goals) == len(problem.goals) else dataclasses.replace(problem, goals=goals)
+
+
+def _rested(problem: Problem, q: np.ndarray, limbs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``q`` with the ``limbs`` joints that serve only goals the preferred pose meets (a pinned
-    foot's leg, bent along while the trunk leaned) at the preferred pose: back where they were
-    exactly, not within the tolerance of it (a leftover that keys the legs after an overshoot)."""
+    foot's leg, bent along while the trunk leaned) at the preferred pose, and (n,) bool those
+    joints: back where they were exactly, and put back there after the stages if the goals are
+    still met (the stages move them by rounding: a leftover that keys the legs after an
+    overshoot)."""
     reference = problem.constrain(np.asarray(problem.reference, dtype=float))
     joints = goal_joints(problem)
     if joints is None:
-        return q
+        return q, np.zeros(len(q), dtype=bool)
     goals = [g for g in problem.goals if g.weight > 0.0]
     met = goal_errors(goals, problem.skeleton.forward(reference)) <= problem.tolerance
     ancestors = problem.skeleton.ancestors
@@ -115,11 +141,9 @@ def _rested(problem: Problem, q: np.ndarray, limbs: np.ndarray) -> np.ndarray:
     serve_met = np.any([a for a, m in zip(above, met) if m], axis=0) if met.any() else np.zeros(len(q), bool)
     serve_unmet = np.any([a for a, m in zip(above, met) if not m], axis=0) if not met.all() else np.zeros(len(q), bool)
     rest = limbs & serve_met & ~serve_unmet
-    if not rest.any():
-        return q
     out = q.copy()
     out[rest] = reference[rest]
-    return out
+    return out, rest
 
 
 def _posed(problem: Problem, inner: Problem, limbs: np.ndarray, q: np.ndarray) -> tuple[Problem, np.ndarray]:
