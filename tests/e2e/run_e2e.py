@@ -954,9 +954,14 @@ def blender_checks(mode: str, args, r: dict, checks: Checks, report: dict) -> No
             checks.add(not legs, "only the bones that moved keyed",
                        f"{len(r['changed_bones'])} bones changed, {len(r['keyed_bones_at_current_frame'])} keyed; "
                        f"leg bones keyed: {legs or 'none'}")
-        checks.add(args.bone in r["keyed_bones_at_current_frame"], "keys at the current frame",
-                   f"frame {r['frame_current']}: {len(r['keys_at_current_frame'])} channels, "
-                   f"bones {r['keyed_bones_at_current_frame']}")
+        # The dragged bone is keyed if its own channels changed (a hand carried by its arm with
+        # the wrist kept as it was need not be); a drag keys only bones that changed.
+        keyed = r["keyed_bones_at_current_frame"]
+        dragged_keyed = args.bone in keyed or args.bone not in r["changed_bones"]
+        only_changed = mode == "motion" or set(keyed) <= set(r["changed_bones"])  # (an edit keys what it blends)
+        checks.add(bool(keyed) and dragged_keyed and only_changed, "keys at the current frame",
+                   f"frame {r['frame_current']}: {len(r['keys_at_current_frame'])} channels, bones {keyed}; "
+                   f"{args.bone} changed: {args.bone in r['changed_bones']}")
         if mode == "pin-key":
             new = added_pins(r["pins_before"], r["pin_list"])
             kind = PIN_KEYS[args.pin_key]
