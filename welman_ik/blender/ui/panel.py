@@ -188,6 +188,7 @@ class WELMAN_IK_PT_solver(SidebarPanel, bpy.types.Panel):
         col.prop(settings, "gaze", text="Keep Gaze")
         if settings.gaze:
             col.prop_search(settings, "gaze_bone", context.object.data, "bones", text="Bone")
+        layout.column(heading="Standing").prop(settings, "keep_balance", text="Keep Balance")
         col = layout.column(heading="Conflicts")
         col.prop(settings, "pins_first", text="Pins Win")
         layout.prop(settings, "chain_length", text="Chain")
