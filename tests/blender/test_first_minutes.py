@@ -196,3 +196,25 @@ def test_words_for_animators(human):
     obj.welman_ik.pins[0].frame_start, obj.welman_ik.pins[0].frame_end = 1, 40
     labels = [text for kind, text in _drawn(panel.WELMAN_IK_PT_bake) if kind == "label"]
     assert any(text.endswith(": 1\u201340") for text in labels)
+
+
+def test_the_hips_go_where_they_are_dragged_balanced_or_not(bare_human):
+    """The standing balance keeps the body from tipping while a limb is dragged; the hips
+    dragged 30 cm forward, past the toes, go there (a lunge, a fall: the user's call), and a
+    hand dragged past its reach, up and out, leaves the pelvis over the feet."""
+    obj = bare_human
+    _sidebar_pin(obj, ["foot.L", "foot.R"])
+    hips = _point(obj, "spine", 0.0)
+    with scenes.quiet():
+        assert bpy.ops.welman_ik.drag(bone="spine", anchor=0.0, target=tuple(hips + [0.0, -0.3, -0.05])) == {"FINISHED"}
+    assert np.linalg.norm(_point(obj, "spine", 0.0) - (hips + [0.0, -0.3, -0.05])) <= 1e-4
+    assert obj.welman_ik.last_solve.converged
+    with scenes.quiet():
+        bpy.ops.pose.select_all(action="SELECT")
+        bpy.ops.pose.transforms_clear()
+    bpy.context.view_layer.update()
+    far = _point(obj, "upper_arm.R", 0.0) + np.array([-0.75, 0.0, 0.75])  # 0.43 m past the arm, up and out
+    with scenes.quiet():
+        bpy.ops.welman_ik.drag(bone="hand.R", target=tuple(far))
+    moved = _point(obj, "spine", 0.0) - hips
+    assert np.linalg.norm(moved[:2]) <= 0.05  # (2.3 cm; the pelvis slid 39 cm without the balance)

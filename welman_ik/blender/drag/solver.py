@@ -122,8 +122,12 @@ class DragSolver:
             joint, local = self.model.anchor_local(p.bone, p.anchor)
             self.pin_goals.append(PositionGoal(joint, local, target, weight=p.weight, priority=pin_priority))
         self.shaped = ShapedPins(obj, self.model, shaped, pin_priority, support)
-        standing = standing_balance(obj, self.model, every_pin, pin_priority)
-        self.standing = [] if standing is None else [standing]  # the body kept from tipping over
+        # The body kept from tipping over while a limb is dragged; the hips or the trunk dragged
+        # move the body where the user puts it, balanced or not (a lunge, a fall).
+        frame = self.model.bones[bone].frame_joint
+        trunk = self.tiers is not None and 0 <= frame < len(self.tiers) and self.tiers[frame] > 0
+        standing = None if trunk else standing_balance(obj, self.model, every_pin, pin_priority)
+        self.standing = [] if standing is None else [standing]
         joint, local = self.model.anchor_local(bone, anchor)
         start = self.model.skeleton.forward(self.model.q0)
         self.drag_goal = PositionGoal(joint, local, start.points(np.array([joint]), local[None])[0],

@@ -3,12 +3,13 @@
 A hand dragged past its reach pulls on everything that moves it; with both feet pinned and
 nothing else in the way the whole body slants from the ankles like a plank (the pelvis 34 cm
 to the side), which no person standing does: they lean the trunk and shift the hips back
-over the feet. So a drag with two or more bones planted (position or pose pins) keeps the
-body's centre of mass over what it stands on: the hull of the planted points (both ends of
+over the feet. So the drag of a limb with two or more bones planted (position or pose pins)
+keeps the body's centre of mass over what it stands on: the hull of the planted points (both ends of
 a bone held whole by a pose pin: the sole of a foot), and the place the centre of mass
 started over, so a pose that started off-centre is never pulled back (a one-sided goal,
 ``core.goals.balance``, asking nothing while inside). ``keep_balance`` turns it off; a
-balance pin of the user's own replaces it.
+balance pin of the user's own replaces it; the hips or the trunk dragged go where the user
+puts them, balanced or not (a lunge, a fall).
 """
 
 from __future__ import annotations
