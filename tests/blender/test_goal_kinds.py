@@ -486,7 +486,7 @@ def test_a_pin_weight_that_is_not_a_number_is_refused(bare_human):
 KIND_PINS = {  # kind -> (bone, pin options): one pin of the kind besides the feet
     "POSITION": ("hand.L", {}), "ORIENTATION": ("hand.L", {}), "POSE": ("hand.L", {}), "LINE": ("hand.L", {}),
     "PLANE": ("forearm.L", {}), "AIM": ("spine.006", {}), "REGION": ("spine.006", {"radius": 0.25}),
-    "BALANCE": ("spine", {}),
+    "BALANCE": ("spine", {}), "FLOOR": ("spine.006", {}),
 }
 # The right hand 50 cm forward and 35 cm down: the body bends over the feet, carrying the left
 # arm, the head and the centre of mass along. Measured without the kind's pin (its error,
@@ -530,13 +530,17 @@ def kind_error(obj, p) -> tuple[float, float]:
         "LINE": (float(np.linalg.norm(off - (off @ normal) * normal)), 0.0),
         "PLANE": (abs(float(off @ normal)), 0.0),
         "REGION": (max(0.0, float(np.linalg.norm(off)) - p.radius), 0.0),
+        "FLOOR": (max(0.0, -float(off @ normal)), 0.0),
     }[p.kind]
 
 
 def pin_kind(obj, kind: str):
     bone, options = KIND_PINS[kind]
     pin(obj, [bone], kind=kind, **options)
-    return obj.welman_ik.pins[-1]
+    held = obj.welman_ik.pins[-1]
+    if kind == "FLOOR":  # a floor under the top of the head (WIP: no depth suits every solver yet)
+        held.location = world_point(obj, bone, held.anchor) - np.array([0.0, 0.0, 0.05])
+    return held
 
 
 @pytest.mark.parametrize("kind", list(KIND_PINS))

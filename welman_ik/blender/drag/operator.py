@@ -19,7 +19,7 @@ from .state import DRAG_STATE
 
 # While dragging, a key toggles a pin of its kind on the bone under the mouse.
 PIN_SHORTCUTS = {"P": "POSITION", "O": "ORIENTATION", "L": "LINE", "N": "PLANE", "A": "AIM", "R": "REGION",
-                 "T": "TOGETHER", "B": "BALANCE"}
+                 "T": "TOGETHER", "B": "BALANCE", "F": "FLOOR"}
 
 
 def pin_shortcut(event) -> str | None:
@@ -36,7 +36,7 @@ KEY_HINTS = (
     ((), "Pin the bone under the mouse (again: unpin):"), (("EVENT_P",), "Position"),
     (("EVENT_SHIFT", "EVENT_P"), "Pose"), (("EVENT_O",), "Orientation"),
     (("EVENT_L",), "Line"), (("EVENT_N",), "Plane"), (("EVENT_A",), "Aim"), (("EVENT_R",), "Region"),
-    (("EVENT_T",), "Together"), (("EVENT_B",), "Balance"),
+    (("EVENT_T",), "Together"), (("EVENT_B",), "Balance"), (("EVENT_F",), "Floor"),
 )
 ICON_STAND_INS = {"MOUSE_MMB_SCROLL": "MOUSE_MMB"}  # (Blender 3.4 and 4.2 have no scroll-wheel icon)
 

@@ -19,6 +19,7 @@ from mathutils import Quaternion
 from ...core import (
     AimGoal,
     BalanceGoal,
+    FloorGoal,
     Goal,
     Kinematics,
     LineGoal,
@@ -33,13 +34,13 @@ from ...core.problem import goal_errors
 from ..rig.model import RigError, RigModel
 
 POINT_KINDS = frozenset({"POSITION"})
-SHAPED_KINDS = frozenset({"ORIENTATION", "POSE", "LINE", "PLANE", "AIM", "REGION", "TOGETHER", "BALANCE"})
+SHAPED_KINDS = frozenset({"ORIENTATION", "POSE", "LINE", "PLANE", "AIM", "REGION", "TOGETHER", "BALANCE", "FLOOR"})
 SOLVABLE_PIN_KINDS = POINT_KINDS | SHAPED_KINDS
 SUPPORT_KINDS = frozenset({"POSITION", "POSE"})  # the pins whose places make a balance's support polygon
 MECHANICS = re.compile(r"^(ORG|DEF|MCH|VIS|WGT|TGT|CTRL)[-_.]", re.IGNORECASE)  # rig mechanics: no mass
 _MASSES: dict = {}  # armature -> (its bones' signature, massive_bones of them)
 LABELS = {"ORIENTATION": "orientation", "POSE": "pose", "LINE": "line", "PLANE": "plane", "AIM": "aim",
-          "REGION": "region", "TOGETHER": "together", "BALANCE": "balance", "POSITION": "position"}
+          "REGION": "region", "TOGETHER": "together", "BALANCE": "balance", "POSITION": "position", "FLOOR": "floor"}
 
 
 def describe(pin) -> str:
@@ -132,7 +133,7 @@ def check_pin(obj, pin, solver: str | None = None) -> None:
             raise RigError(f"The rotation of {what} is zero; pin it again to record the bone's orientation")
         if not any(pin.axes):
             raise RigError(f"{what[0].upper() + what[1:]} holds none of the bone's axes; tick at least one")
-    if pin.kind in {"LINE", "PLANE"} and np.linalg.norm(np.array(pin.direction)) < 1e-9:
+    if pin.kind in {"LINE", "PLANE", "FLOOR"} and np.linalg.norm(np.array(pin.direction)) < 1e-9:
         raise RigError(f"The direction of {what} is zero; give the line's direction or the plane's normal")
     if pin.kind == "REGION" and not (math.isfinite(pin.radius) and pin.radius >= 0.0):
         raise RigError(f"The radius of {what} must be a number of at least 0")
@@ -173,7 +174,8 @@ def _solver_label(solver: str) -> str:
 
 def _goal_class(kind: str) -> type[Goal]:
     return {"ORIENTATION": OrientationGoal, "POSE": PoseGoal, "LINE": LineGoal, "PLANE": PlaneGoal,
-            "AIM": AimGoal, "REGION": RegionGoal, "TOGETHER": TogetherGoal, "BALANCE": BalanceGoal}.get(kind, Goal)
+            "AIM": AimGoal, "REGION": RegionGoal, "TOGETHER": TogetherGoal, "BALANCE": BalanceGoal,
+            "FLOOR": FloorGoal}.get(kind, Goal)
 
 
 def rotation_matrix_of(quaternion) -> np.ndarray:
@@ -242,6 +244,9 @@ def build(obj, model: RigModel, kin: Kinematics, pin, priority: int, support=Non
                        priority=priority)
     if kind == "REGION":
         return RegionGoal(joint, local, location, float(pin.radius), weight=weight, priority=priority)
+    if kind == "FLOOR":
+        return FloorGoal(joint, local, location, np.array(pin.direction, dtype=float), weight=weight,
+                         priority=priority)
     if kind == "TOGETHER":
         other, other_local = model.anchor_local(pin.target_bone, pin.target_anchor)
         return TogetherGoal(joint, local, other, other_local, weight=weight, priority=priority)

@@ -65,6 +65,8 @@ def pin_records(context, obj, kind: str, bones, anchor: float, axes=(True, True,
             fields["aim_axis"] = aim_axis
         elif kind == "REGION":
             fields["radius"] = radius
+        elif kind == "FLOOR":  # the world's floor: through the origin, facing up
+            fields.update(location=np.zeros(3), direction=(0.0, 0.0, 1.0))
         elif kind == "TOGETHER":
             target = obj.pose.bones[other.name]
             fields.update(target_bone=target.name, target_anchor=anchor,

@@ -45,6 +45,8 @@ PIN_KINDS = [
      "LINKED", 7),
     ("BALANCE", "Balance", "Keep the body's centre of mass over a point, or over the support of the planted pins",
      "MOD_PHYSICS", 8),
+    ("FLOOR", "Floor", "Keep a point along the bone on or above a plane (the floor, a table top); free above it",
+     "AXIS_TOP", 9),
 ]
 
 AIM_AXIS_ITEMS = [(a, a, f"The bone's {a} axis") for a in ("X", "Y", "Z", "-X", "-Y", "-Z")]

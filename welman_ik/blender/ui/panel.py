@@ -36,13 +36,15 @@ PIN_FIELDS = {
     "PLANE": ("anchor", "location", "direction"),
     "AIM": ("aim_axis", "location"),
     "REGION": ("anchor", "location", "radius"),
+    "FLOOR": ("anchor", "location", "direction"),
     "TOGETHER": ("anchor", "target_bone", "target_anchor"),
     "BALANCE": ("use_support", "location", "direction"),
 }
 FIELD_LABELS = {("LINE", "direction"): "Direction", ("PLANE", "direction"): "Normal",
                 ("TOGETHER", "target_anchor"): "Its Anchor", ("BALANCE", "use_support"): "Over Support",
                 ("LINE", "location"): "Through", ("PLANE", "location"): "Through", ("AIM", "location"): "Target",
-                ("REGION", "location"): "Centre", ("BALANCE", "location"): "Over", ("BALANCE", "direction"): "Up"}
+                ("REGION", "location"): "Centre", ("FLOOR", "location"): "Through",
+                ("FLOOR", "direction"): "Up", ("BALANCE", "location"): "Over", ("BALANCE", "direction"): "Up"}
 
 
 def draw_pin_fields(layout, pin, obj) -> None:

@@ -11,7 +11,7 @@ import bpy
 
 from ..bake.contacts import HEEL, TOE
 
-POINT_KINDS = frozenset({"POSITION", "POSE", "LINE", "PLANE", "REGION"})  # a point at the anchor, held
+POINT_KINDS = frozenset({"POSITION", "POSE", "LINE", "PLANE", "REGION", "FLOOR"})  # a point at the anchor, held
 POINT_WORDS = ("head", "")  # anchor 0 and 1 of any pin (the tail, the default, goes without saying)
 PLANT_WORDS = ("heel", "toe")  # ... of a plant (Detect Contacts: a position pin with frames at HEEL or TOE of a foot)
 FOOT_WORDS = ("foot", "ankle", "heel", "toe")  # in a bone's name (any case): a foot, whose plants have a heel and toe

@@ -106,6 +106,17 @@ def measure_and_shape(scene: PinScene, pin, i: int, shapes: Shapes) -> float:
         if miss > threshold:
             shapes.miss("LINES", PIN_VIOLATED, [point, foot])
         return miss
+    if kind == "FLOOR":  # a patch of the plane under the point; the miss only below it
+        n = unit(scene.directions[i])
+        height = float((point - location) @ n)
+        foot = point - height * n
+        miss = max(0.0, -height)
+        frame = PLANE_HALF * plane_basis(n).T  # (2, 3)
+        shapes.add("LINES", shape_colour(miss, threshold), foot + PLANE_LINES @ frame)
+        shapes.add("POINTS", pin_colour(miss, threshold), [point])
+        if miss > threshold:
+            shapes.miss("LINES", PIN_VIOLATED, [point, foot])
+        return miss
     if kind == "AIM":
         head, _, axes, length = scene.bone(pin.bone)
         index, sign = AIM_AXES.get(pin.aim_axis, (1, 1.0))
