@@ -204,6 +204,24 @@ def test_plane_pin_draws_a_patch_of_its_plane(bare_human):
     assert np.allclose(miss, [point(obj, "hand.L"), point(obj, "hand.L") - [0.0, 0.0, 0.15]], atol=1e-6)
 
 
+def test_floor_pin_draws_a_patch_under_the_point_and_a_miss_only_below(bare_human):
+    """A floor: a patch of its plane under the point; held anywhere above it (no miss line),
+    violated below it, the miss line up to the plane."""
+    obj = bare_human
+    here = point(obj, "hand.L")
+    p = add_pin(obj, "FLOOR", "hand.L", location=here, direction=(0.0, 0.0, 1.0))
+    move_object(obj, (0.2, 0.0, 0.3))  # above the floor: free
+    g = geometry(obj, p)
+    assert status(g) == "HELD" and len(parts(g, "LINES", VIOLATED)) == 0
+    outline = parts(g, "LINES", pin_shapes.SHAPE_HELD)
+    assert len(outline) >= 8 and np.allclose(outline[:, 2], here[2], atol=1e-6)  # the patch, on the plane
+    move_object(obj, (0.0, 0.0, -0.45))  # 15 cm below it
+    g = geometry(obj, p)
+    assert status(g) == "VIOLATED"
+    now = point(obj, "hand.L")
+    assert np.allclose(parts(g, "LINES", VIOLATED), [now, now + [0.0, 0.0, 0.15]], atol=1e-6)
+
+
 def test_aim_pin_draws_the_ray_and_the_target(bare_human):
     obj = bare_human
     head, _, axes, _ = bone(obj, "spine.006")

@@ -1,0 +1,67 @@
+"""The floor pin (``kind='FLOOR'``): a point on or above a plane, free above it, held once it
+would go below, in every solver; measured on the evaluated pose."""
+
+from __future__ import annotations
+
+import bpy
+import numpy as np
+import pytest
+import scenes
+from conftest import world_point
+
+FEET = [(bone, anchor) for bone in ("foot.L", "foot.R", "toe.L", "toe.R") for anchor in (0.0, 1.0)]
+
+
+def floor_pins(obj) -> None:
+    """Floor pins on the tails of the feet and toes by the operator (the world's floor, z = 0),
+    and on their heads as a script adds them (the operator keeps one pin of a kind a bone)."""
+    scenes.select(obj, sorted({bone for bone, _ in FEET}))
+    with scenes.quiet():
+        assert bpy.ops.welman_ik.pin(kind="FLOOR") == {"FINISHED"}
+    scenes.select(obj, [])
+    for bone, anchor in FEET:
+        if anchor == 0.0:
+            p = obj.welman_ik.pins.add()
+            p.bone, p.kind, p.anchor, p.location, p.direction = bone, "FLOOR", 0.0, (0.0, 0.0, 0.0), (0.0, 0.0, 1.0)
+
+
+def lowest(obj) -> float:
+    return min(float(world_point(obj, bone, anchor)[2]) for bone, anchor in FEET)
+
+
+@pytest.mark.parametrize("solver", ["SR_INVERSE", "QUASI_NEWTON", "CCD", "JACOBIAN_TRANSPOSE"])
+def test_the_hips_dragged_down_never_push_a_foot_through_the_floor(bare_human, solver):
+    """Floor pins on the heads and tails of the feet and toes, nothing else, the pelvis dragged
+    80 cm down in 5 cm steps: no point of a foot goes below the floor by more than 0.1 mm (the
+    legs fold on it; without the pins the whole body sinks through it)."""
+    obj = bare_human
+    obj.welman_ik.solver = solver
+    floor_pins(obj)
+    assert lowest(obj) >= -1e-6
+    hips = world_point(obj, "spine", 0.0)
+    for step in range(1, 17):  # 5 cm a step, as a mouse brings it
+        with scenes.quiet():
+            bpy.ops.welman_ik.drag(bone="spine", anchor=0.0, target=tuple(hips - [0.0, 0.0, 0.05 * step]))
+        assert lowest(obj) >= -1e-4, step
+
+
+def test_a_foot_dragged_into_the_floor_stops_on_it_and_says_so(bare_human):
+    obj = bare_human
+    floor_pins(obj)
+    toe = world_point(obj, "toe.R", 1.0)
+    with scenes.quiet():
+        bpy.ops.welman_ik.drag(bone="toe.R", target=tuple(toe - [0.0, 0.0, 0.2]))
+    assert lowest(obj) >= -1e-4
+    last = obj.welman_ik.last_solve
+    assert not last.converged and last.drag_error >= 0.15  # stopped on the floor, 20 cm short
+    assert "'toe.R' (dragged) is" in last.message and "pins held" in last.message
+
+
+def test_a_floor_with_no_normal_is_refused(bare_human):
+    obj = bare_human
+    floor_pins(obj)
+    obj.welman_ik.pins[0].direction = (0.0, 0.0, 0.0)
+    before = world_point(obj, "hand.R")
+    with pytest.raises(RuntimeError, match="direction of .* is zero"):
+        bpy.ops.welman_ik.drag(bone="hand.R", target=tuple(before + [0.0, 0.0, 0.1]))
+    assert np.allclose(world_point(obj, "hand.R"), before)
