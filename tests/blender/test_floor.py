@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import scenes
 from conftest import world_point
+from test_bake import _keys
 
 FEET = [(bone, anchor) for bone in ("foot.L", "foot.R", "toe.L", "toe.R") for anchor in (0.0, 1.0)]
 
@@ -65,3 +66,29 @@ def test_a_floor_with_no_normal_is_refused(bare_human):
     with pytest.raises(RuntimeError, match="direction of .* is zero"):
         bpy.ops.welman_ik.drag(bone="hand.R", target=tuple(before + [0.0, 0.0, 0.1]))
     assert np.allclose(world_point(obj, "hand.R"), before)
+
+
+def test_a_bake_keeps_the_feet_on_the_floor_through_every_frame(bare_human):
+    """The pelvis keyed to sink 20 cm over ten frames (the feet with it, through the floor);
+    floor pins on the feet, a bake: on every frame of the new action, no foot point below the
+    floor by more than 0.1 mm; the original action keeps its sinking."""
+    obj = bare_human
+    spine = obj.pose.bones["spine"]
+    spine.keyframe_insert("location", frame=1)
+    spine.location = (0.0, -0.2, 0.0)  # (the pelvis bone's Y points up: 20 cm down)
+    spine.keyframe_insert("location", frame=10)
+    original = obj.animation_data.action
+    original_keys = _keys(obj)
+    bpy.context.scene.frame_set(10)
+    assert lowest(obj) < -0.1  # the animation sinks the feet through the floor
+    floor_pins(obj)
+    with scenes.quiet():
+        assert bpy.ops.welman_ik.bake(frame_start=1, frame_end=10) == {"FINISHED"}
+    assert obj.animation_data.action is not original
+    worst = []
+    for frame in range(1, 11):
+        bpy.context.scene.frame_set(frame)
+        worst.append(lowest(obj))
+    assert min(worst) >= -1e-4, worst
+    obj.animation_data.action = original
+    assert _keys(obj) == original_keys  # the original action keeps its sinking, key for key
