@@ -6,13 +6,20 @@ from __future__ import annotations
 from ..pins.goals import SOLVABLE_PIN_KINDS
 
 
+def has_frames(pin) -> bool:
+    """Whether ``pin`` has a frame range (Start and End both 0: in force always)."""
+    return bool(pin.frame_start or pin.frame_end)
+
+
+def in_force(pin, frame: int | None) -> bool:
+    """Whether ``pin`` is in force on ``frame``: always without a frame range, else from Start
+    to End, both included (every pin for ``frame`` None)."""
+    return frame is None or not has_frames(pin) or pin.frame_start <= frame <= pin.frame_end
+
+
 def pins_on(settings, frame: int) -> list:
     """Enabled pins in force on ``frame``."""
-    return [
-        p for p in settings.pins
-        if p.enabled and p.kind in SOLVABLE_PIN_KINDS
-        and ((p.frame_start == 0 and p.frame_end == 0) or p.frame_start <= frame <= p.frame_end)
-    ]
+    return [p for p in settings.pins if p.enabled and p.kind in SOLVABLE_PIN_KINDS and in_force(p, frame)]
 
 
 def pin_share(pin, share: float) -> float:
@@ -22,7 +29,7 @@ def pin_share(pin, share: float) -> float:
     open range end too: Detect Contacts places a plant cut by the range's end where the
     animation has it on that end frame, so nothing jumps there. A pin in force always is
     eased toward the animation near an open range end instead."""
-    return 1.0 if not pin.follow and not (pin.frame_start == 0 and pin.frame_end == 0) else share
+    return 1.0 if not pin.follow and has_frames(pin) else share
 
 
 def is_eased(pin, share: float) -> bool:

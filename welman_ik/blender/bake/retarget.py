@@ -37,7 +37,7 @@ import numpy as np
 
 from ...core import FloorGoal, OrientationGoal, PositionGoal, TogetherGoal
 from ...core.anatomy.retarget import retarget_roles
-from ..rig.body import pose_matrices, rest_ends, rest_matrices
+from ..rig.body import pose_matrices, rest_ends, rest_matrices, world_scale
 from ..rig.model import RigError, chain_to_root
 from ..rig.retarget_map import body_unit, bone_tree
 from . import contacts, retarget_feet, retarget_pose, retarget_twist
@@ -274,8 +274,7 @@ class Retarget:
         return local / np.linalg.norm(frame[:3, :3], axis=0)
 
     def _length(self, tree, bone: str) -> float:
-        return max(float(self.target.data.bones[bone].length * np.cbrt(abs(np.linalg.det(
-            np.array(self.target.matrix_world)[:3, :3])))), 1e-3)
+        return max(float(self.target.data.bones[bone].length * world_scale(self.target)), 1e-3)
 
 
 def make(context, target, source, frames: list[int], scale: float, plants: bool) -> Retarget:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...core.anatomy.retarget import retarget_roles
-from ..rig.body import rest_ends
+from ..rig.body import rest_ends, world_scale
 from ..rig.retarget_map import body_unit, bone_tree
 from . import retarget_measure
 from .retarget import Retarget, unit
@@ -118,7 +118,7 @@ def gates(retarget: Retarget, plant_errors: list[tuple[str, np.ndarray]], evalua
     heads = posed[..., :3, 3]
     # The feet: each foot's head (ankle) and tail (toe) against its own rest height.
     ends = dict(zip(target.data.bones.keys(), rest_ends(target, world=True)))
-    scale = np.cbrt(abs(np.linalg.det(np.array(target.matrix_world)[:3, :3])))
+    scale = world_scale(target)
     sinks, planted, labels = [], [], []
     for foot in feet:
         m = posed[:, column[foot]]

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ...core.anatomy import alignment
-from ..rig.body import rest_ends
+from ..rig.body import rest_ends, world_scale
 from ..rig.retarget_map import bone_tree
 from .retarget_feet import unit
 
@@ -71,7 +71,7 @@ def within_reach(retarget: Retarget, target_roles: dict) -> None:
     """Each hand held from its shoulder no further than the target's arm reaches (its upper
     arm's and forearm's lengths, less a hair): a hand asked past it would stretch a rig whose
     IK stretches, or lock the elbow straight."""
-    scale = np.cbrt(abs(np.linalg.det(np.array(retarget.target.matrix_world, dtype=float)[:3, :3])))
+    scale = world_scale(retarget.target)
     bones = retarget.target.data.bones
     for i, line in enumerate(retarget.lines):
         side = retarget.source_roles.get(line.source, "").rpartition(".")[2]
@@ -101,7 +101,7 @@ def within_legs(retarget: Retarget, target_roles: dict, frames: int) -> None:
     need = np.zeros(count)
     planted = {bone: np.zeros(count, dtype=bool) for bone in feet}
     bones = retarget.target.data.bones
-    scale = np.cbrt(abs(np.linalg.det(np.array(retarget.target.matrix_world, dtype=float)[:3, :3])))
+    scale = world_scale(retarget.target)
     for plant in retarget.plants:
         i = feet.get(plant.bone)
         side = retarget.source_roles.get(retarget.lines[i].source, "").rpartition(".")[2] if i is not None else ""

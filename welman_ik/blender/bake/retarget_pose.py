@@ -15,6 +15,7 @@ import numpy as np
 from ...core.anatomy import alignment
 from ...core.anatomy.retarget import retarget_roles
 from ...core.ranges import SphericalRanges
+from ..rig.body import world_scale
 from ..rig.model import chain_to_root
 from ..rig.retarget_map import bone_tree
 
@@ -213,7 +214,7 @@ def line_up(retarget, target_heads: dict, heads: np.ndarray, rotations: np.ndarr
         hinges[n] = (lower, bend if np.linalg.norm(bend) > np.sin(np.radians(3.0)) else rest[lower][:, 0])
     body = frame_s[reference] @ frame_t.T
     lined = alignment.line_up(source, segments_s, rest, segments_t, carriers, swung, body, hinges, reference)
-    scale_s = float(np.cbrt(abs(np.linalg.det(np.array(retarget.source.matrix_world, dtype=float)[:3, :3]))))
+    scale_s = world_scale(retarget.source)
     for n, i in enumerate(order):
         if roles.get(lines[i].source, "").startswith("foot."):
             toe = segments_s[:, n]

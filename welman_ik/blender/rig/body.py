@@ -48,6 +48,12 @@ def gaze_bone(obj, settings) -> str:
     return parts(obj)[2]
 
 
+def world_scale(obj) -> float:
+    """How many times its own units ``obj``'s world lengths are: the cube root of its world
+    matrix's determinant (the uniform scale a rig in centimetres has, 0.01)."""
+    return float(np.cbrt(abs(np.linalg.det(np.array(obj.matrix_world, dtype=float)[:3, :3]))))
+
+
 def rest_ends(obj, world: bool = False) -> np.ndarray:
     """(bones, 2, 3): each bone's head and tail in the rest pose, in armature space (``world``:
     the object's transform applied), read in bulk."""

@@ -8,7 +8,7 @@ import bpy
 
 from ..rig.polls import ArmatureOperator, linked_refusal
 from ..rig.units import length_text, time_text
-from .pin_list import WELMAN_IK_UL_pins, pin_name
+from .pin_list import WELMAN_IK_UL_pins, pin_frames, pin_name
 
 NAMINGS = {"RIGIFY": "Rigify", "METARIG": "Rigify metarig", "MIXAMO": "Mixamo", "BVH": "BVH"}
 JOINT_RANGES = "welman_ik.joint_ranges"
@@ -365,8 +365,7 @@ class WELMAN_IK_PT_bake(SidebarPanel, bpy.types.Panel):
         if 0 <= settings.active_pin_index < len(settings.pins):
             pin = settings.pins[settings.active_pin_index]
             # Start and End 0 mean "always": said in words, not left to the tooltip.
-            frames = (f"{pin.frame_start}\u2013{pin.frame_end}" if pin.frame_start or pin.frame_end else "always")
-            layout.label(text=f"Pin on {pin_name(pin)}: {frames}", icon="PINNED")
+            layout.label(text=f"Pin on {pin_name(pin)}: {pin_frames(pin)}", icon="PINNED")
             col = property_split(layout).column(align=True)
             col.prop(pin, "frame_start", text="Start")
             col.prop(pin, "frame_end", text="End")

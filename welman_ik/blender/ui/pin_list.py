@@ -1,6 +1,6 @@
-"""The pins list of the sidebar: each row the enable toggle, the kind as its icon, the bone's
-whole name, then the pin's point along the bone and the frames it is in force on (greyed
-when the scene's frame is outside them), e.g. "foot.L  heel 12–40", "hand_ik.R  tail always".
+"""The pins list of the sidebar: each row the enable toggle, the kind as its icon, then one
+label: the bone's whole name, the pin's point along the bone and the frames it is in force on
+(greyed when the scene's frame is outside them), e.g. "foot.L heel 12–40", "hand_ik.R always".
 Filtered and sorted by the name, as Blender's own lists are."""
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ import fnmatch
 import bpy
 
 from ..bake.contacts import HEEL, TOE
+from ..bake.frames import has_frames, in_force
 
 POINT_KINDS = frozenset({"POSITION", "POSE", "LINE", "PLANE", "REGION", "FLOOR"})  # a point at the anchor, held
 POINT_WORDS = ("head", "")  # anchor 0 and 1 of any pin (the tail, the default, goes without saying)
@@ -23,11 +24,6 @@ def pin_name(pin) -> str:
     if pin.kind == "BALANCE":
         return "centre of mass"
     return f"{pin.bone} + {pin.target_bone}" if pin.kind == "TOGETHER" else pin.bone
-
-
-def has_frames(pin) -> bool:
-    """Whether ``pin`` has a frame range (start and end both 0: in force always)."""
-    return bool(pin.frame_start or pin.frame_end)
 
 
 def pin_point(pin) -> str:
@@ -53,11 +49,6 @@ def pin_frames(pin) -> str:
 def pin_detail(pin) -> str:
     """The row's text after the name: the point and the frames, "heel 12–40"."""
     return " ".join(text for text in (pin_point(pin), pin_frames(pin)) if text)
-
-
-def in_force(pin, frame: int | None) -> bool:
-    """Whether ``pin`` is in force on ``frame`` (every pin for None), as the bake has it."""
-    return frame is None or not has_frames(pin) or pin.frame_start <= frame <= pin.frame_end
 
 
 class WELMAN_IK_UL_pins(bpy.types.UIList):

@@ -21,8 +21,8 @@ def current_frame() -> int | None:
 
 
 def pins_in_force(pins, frame: int | None) -> np.ndarray:
-    """(k,) bool: which of ``pins`` are in force on ``frame`` (as the bake has them: start and
-    end both 0, always; else from start to end, both included); every one for ``frame`` None."""
+    """(k,) bool: which of ``pins`` are in force on ``frame``, ``bake.frames.in_force`` for all
+    of them in one bulk read (a draw reads every pin); every one for ``frame`` None."""
     k = len(pins)
     if frame is None:
         return np.ones(k, dtype=bool)
