@@ -76,41 +76,50 @@ def frame_goals(plan, sample) -> FrameGoals:
 def pin_targets(plan, tree: Tree, animated, frame: int, share: float = 1.0) -> list[tuple]:
     """(pin, target) of each pin in force on ``frame``. A position pin's target is a world
     point: a follow pin's where the animation (``animated``: the tree's forward kinematics
-    there) puts it. The other kinds' is the fields their goal is built with
-    (``shaped_fields``). ``share`` < 1 (near a range end the action goes on past): each
-    goal eased that share of the way from the animated pose."""
+    there) puts it, a pin that follows a target where the target has it on the frame. The
+    other kinds' is the fields their goal is built with (``shaped_fields``). ``share`` < 1
+    (near a range end the action goes on past): each goal eased that share of the way from
+    the animated pose."""
     out = []
     for pin in plan.pins_in_force(frame):
         eased = pin_share(pin, share)
+        placed = plan.placed(pin, frame)
         if pin.kind in SHAPED_KINDS:
-            out.append((pin, shaped_fields(tree, animated, pin, eased)))
+            out.append((pin, shaped_fields(tree, animated, pin, eased, placed)))
             continue
-        if not pin.follow and eased >= 1.0:
-            out.append((pin, plan.fixed_goals[plan.pin_index[pin.as_pointer()]]))
+        follow = pin.follow and placed is None
+        held = placed if placed is not None else None if follow else plan.fixed_goals[plan.pin_index[pin.as_pointer()]]
+        if not follow and eased >= 1.0:
+            out.append((pin, held))
             continue
         origin = tree.point(animated, pin.bone, pin.anchor)
-        target = origin if pin.follow else plan.fixed_goals[plan.pin_index[pin.as_pointer()]]
+        target = origin if follow else held
         out.append((pin, origin + eased * (target - origin) if eased < 1.0 else target))
     return out
 
 
-def shaped_fields(tree: Tree, animated, pin, share: float = 1.0) -> dict:
+def shaped_fields(tree: Tree, animated, pin, share: float = 1.0, placed: dict | None = None) -> dict:
     """The fields a pin of another kind than POSITION is built with on a frame: a follow
-    pin's place and orientation are where the animation puts its bone; with ``share`` < 1
-    a place and an orientation are eased that share of the way from the animated ones
-    (an aim, a together and a balance pin hold in full)."""
-    if pin.kind in {"TOGETHER", "BALANCE", "AIM"} or (not pin.follow and share >= 1.0):
-        return {}
+    pin's place and orientation are where the animation puts its bone, a pin's that follows
+    a target where the target has them (``placed``); with ``share`` < 1 a place and an
+    orientation are eased that share of the way from the animated ones (an aim, a together
+    and a balance pin hold in full)."""
+    follow = pin.follow and placed is None
+    if pin.kind in {"TOGETHER", "BALANCE", "AIM"} or (not follow and share >= 1.0):
+        return dict(placed or {})
     joint, local = tree.model.anchor_local(pin.bone, pin.anchor)
     origin = animated.points(np.array([joint]), local[None])[0]
     frame = animated.frames[joint]
     axes = frame[:3, :3] / np.linalg.norm(frame[:3, :3], axis=0)
-    location = origin if pin.follow else np.array(pin.location, dtype=float)
+    location = origin if follow else np.array(pin.location if placed is None else placed["location"], dtype=float)
     fields = {"location": origin + share * (location - origin)}
+    if placed is not None:
+        fields["direction"] = placed["direction"]
     if pin.kind in {"ORIENTATION", "POSE"}:
-        if not pin.follow:
+        if not follow:
             animated_turn = Matrix([list(row) for row in axes]).to_quaternion()
-            held = Quaternion(pin.rotation).normalized()
+            held = (Quaternion(pin.rotation) if placed is None
+                    else Matrix(placed["rotation_matrix"].tolist()).to_quaternion()).normalized()
             axes = np.array(animated_turn.slerp(held, share).to_matrix(), dtype=float)
         fields["rotation_matrix"] = axes
     return fields

@@ -45,9 +45,10 @@ class BakeLog:
         eased = {pin.as_pointer() for pin, _ in goals.in_force if is_eased(pin, goals.share)}
         if eased:
             # What each pin asks for on its own, to measure the eased frame against too.
-            own = [plan.fixed_goals[plan.pin_index[pin.as_pointer()]] if pin.as_pointer() in eased else target
+            own = [plan.own_target(pin, frame) if pin.as_pointer() in eased else target
                    for pin, target in goals.in_force if pin.kind not in SHAPED_KINDS]
             own += [log[-1][2]] if plan.edit is not None else []
             self.eased[frame] = (np.array(own, dtype=float).reshape(-1, 3),
-                                 [(pin, {} if pin.as_pointer() in eased else fields, pin_priority)
+                                 [(pin, plan.own_target(pin, frame) if pin.as_pointer() in eased else fields,
+                                   pin_priority)
                                   for pin, fields in goals.shaped])

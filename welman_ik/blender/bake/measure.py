@@ -91,7 +91,7 @@ class BakeMeasure:
         names = sorted({n for pin, *_ in entries for n in pin_bones(self.plan.obj, pin) if n in model.bones})
         kin = shaped_goals.evaluated_kinematics(self.plan.obj, model, model.q0, names)
         errors = shaped_goals.goal_errors(built, kin)
-        places = np.array([pin.location for pin, *_ in entries]).reshape(-1, 3)
+        places = np.array([fields.get("location", pin.location) for pin, fields, _ in entries]).reshape(-1, 3)
         met = errors <= tolerance + evaluated_slack(places)
         counted = np.array([pin.weight > 0.0 for pin, *_ in entries], dtype=bool)
         return Measured(errors, met, counted)

@@ -8,7 +8,7 @@ import numpy as np
 from bpy.props import BoolProperty, EnumProperty, FloatProperty, IntProperty
 
 from ..drag import session, solver
-from ..drag.operator import ModalDrag
+from ..drag.operator import ModalDrag, report_lost
 from ..drag.state import DRAG_STATE
 from ..rig import keyframes
 from ..rig.model import RigError
@@ -22,7 +22,8 @@ from .slices import Slices
 
 class WELMAN_IK_OT_detect_contacts(SelectionOperator, bpy.types.Operator):
     """Pin each selected foot where it is planted: its heel (head) and toe (tail), each in the frame ranges where it \
-is near its lowest height, slow and still, held at its average place there"""
+is near its lowest height, slow and still, held at its average place there (with Floor: and on or above the \
+clip's floor on every frame)"""
 
     bl_idname = "welman_ik.detect_contacts"
     bl_label = "Detect Contacts"
@@ -35,6 +36,9 @@ is near its lowest height, slow and still, held at its average place there"""
     anchor: FloatProperty(name="Anchor", min=0.0, max=1.0, default=0.0, subtype="FACTOR", options={"SKIP_SAVE"},
                           description="With Points 'Anchor': the point along the bone that touches down: 0 head, "
                                       "1 tail")
+    floor: BoolProperty(name="Floor", options={"SKIP_SAVE"},
+                        description="Also pin each point on or above the clip's floor (found from its contacts), on "
+                                    "every frame (unset: the armature's Floor setting)")
 
     def execute(self, context):
         if self.refused(context):
@@ -50,8 +54,12 @@ is near its lowest height, slow and still, held at its average place there"""
         frames = list(range(scene.frame_start, scene.frame_end + 1))
         points = foot_contacts.points_of(obj, bones, heel_toe, self.anchor)
         paths = foot_contacts.sample(scene, obj, points, frames)
-        found = foot_contacts.plants(settings, points, paths, scene.render.fps / scene.render.fps_base,
-                                     keyframes.keyed_past(obj, frames[0], frames[-1]))
+        fps, open_ends = scene.render.fps / scene.render.fps_base, keyframes.keyed_past(obj, frames[0], frames[-1])
+        found = foot_contacts.plants(settings, points, paths, fps, open_ends)
+        self.floor = self.floor if self.properties.is_property_set("floor") else settings.contact_floor
+        height = foot_contacts.floor_of(paths, found) if self.floor else None
+        if height is not None:  # no plant held below the floor its floor pins hold
+            found = foot_contacts.plants(settings, points, paths, fps, open_ends, floor=height)
         count = 0
         for point, plants in found.items():
             for plant in plants:
@@ -62,7 +70,14 @@ is near its lowest height, slow and still, held at its average place there"""
                 count += 1
         where = ", ".join(f"{p.bone} {'heel' if heel_toe and p.anchor == 0 else 'toe' if heel_toe else p.anchor}: "
                           f"{len(v)}" for p, v in found.items())
-        self.report({"INFO"}, f"Found {count} contact(s) on {len(bones)} bone(s) ({where})")
+        floor = ""
+        if height is not None:
+            added, replaced = foot_contacts.floor_pins(settings.pins, points, paths, height)
+            floor = (f"; {added} floor pin(s) added" + (f", {replaced} replaced" if replaced else "")
+                     + f", the clip's floor at height {length_text(scene, height)}")
+        elif self.floor:
+            floor = "; no floor pins: no contact to find the floor from"
+        self.report({"INFO"}, f"Found {count} contact(s) on {len(bones)} bone(s) ({where}){floor}")
         return {"FINISHED"}
 
 
@@ -100,6 +115,7 @@ animation (the Falloff setting)"""
         start = solver.anchor_world(obj, obj.pose.bones[bone], self.anchor)
         scene.frame_set(current)
         edit = MotionEdit(bone, self.anchor, frame, np.array(self.target) - start, falloff)
+        report_lost(self, obj)
         try:
             baker = bake.edit_motion(context, obj, edit)
         except RigError as error:
@@ -176,6 +192,7 @@ class WELMAN_IK_OT_bake(Slices, ArmatureOperator, bpy.types.Operator):
         if self.refused(context):
             return {"CANCELLED"}
         obj = context.object
+        report_lost(self, obj)
         try:
             baker = bake.Baker(context, obj, self.frame_start, self.frame_end, self.step, self.root_override())
         except RigError as error:
@@ -210,6 +227,7 @@ class WELMAN_IK_OT_bake(Slices, ArmatureOperator, bpy.types.Operator):
             self.frame_start = scene.frame_start
         if not self.properties.is_property_set("frame_end"):
             self.frame_end = scene.frame_end
+        report_lost(self, context.object)
         try:
             baker = bake.Baker(context, context.object, self.frame_start, self.frame_end, self.step,
                                self.root_override())

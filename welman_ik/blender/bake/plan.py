@@ -7,16 +7,18 @@ Nothing here changes the pose; a plan that cannot be baked is refused with a mes
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from ...core.contacts import ease
 from ..pins.checks import check_goal_bones, check_goal_point, check_pin_bones, rig_reach
+from ..pins.following import check_cycles, placed_at, space_tracks
 from ..pins.goals import SHAPED_KINDS, SUPPORT_KINDS, check_numbers, check_pin, describe, held_bones, pin_bones
 from ..pins.setup import movable_bones
 from ..rig import keyframes
 from ..rig.model import RigError, chain_to_root
+from ..rig.targets import follows
 from .edit import MotionEdit
 from .frames import pins_on
 from .report import frame_ranges
@@ -82,6 +84,7 @@ class BakePlan:
     source: GoalSource | None = None  # each frame's goals from elsewhere, in place of the pins' (a retarget)
     translating: frozenset = frozenset()  # bones whose location channels are joints too
     turn_kept: frozenset = frozenset()  # bones moved by their location only
+    tracks: dict = field(default_factory=dict)  # pin pointer -> its target space's world matrix on each frame
 
     def index(self, frame: int) -> int:
         """``frame``'s place in the range."""
@@ -106,6 +109,20 @@ class BakePlan:
         """(pins', edit's) priority: an edit is prioritised as its drag is, below the pins
         (they hold, it takes what is left), or with pins_first off, above them."""
         return (0, 1) if self.edit is None or self.settings.pins_first else (1, 0)
+
+    def placed(self, pin, frame: int):
+        """Where a pin that follows a target holds on ``frame`` (a world point, another kind's
+        fields); None for a pin that follows nothing."""
+        track = self.tracks.get(pin.as_pointer())
+        return None if track is None else placed_at(pin, track[self._index[frame]])
+
+    def own_target(self, pin, frame: int):
+        """What ``pin`` asks on ``frame`` on its own, not eased: its target's place there, else
+        a position pin's fixed place, another kind's own fields."""
+        found = self.placed(pin, frame)
+        if found is not None:
+            return found
+        return {} if pin.kind in SHAPED_KINDS else self.fixed_goals[self.pin_index[pin.as_pointer()]]
 
     def pins_in_force(self, frame: int) -> list:
         """The pins in force on ``frame``; an edited bone's own pins give way to the edit."""
@@ -149,15 +166,18 @@ class BakePlan:
         # Where each fixed pin holds: its ``location`` (Detect Contacts puts a plant's there: the
         # average of its frames).
         fixed = {i: check_goal_point(f"The location of {describe(pin)}", pin.location, reach)
-                 for i, pin in enumerate(settings.pins)
-                 if pin.enabled and ((not pin.follow and pin.bone in names) or pin.kind == "BALANCE")}
+                 for i, pin in enumerate(settings.pins) if pin.enabled and not follows(pin)
+                 and ((not pin.follow and pin.bone in names) or pin.kind == "BALANCE")}
+        # The targets the pins follow, where Blender evaluates them on each frame.
+        check_cycles(obj, in_force)
+        tracks = space_tracks(context.scene, in_force, frames)
         # Whether the action goes on before and after the range: a bake in a longer action
         # eases its corrections in and out inside the range, so its ends do not jump.
         open_ends = (False, False) if edit is not None else keyframes.keyed_past(obj, frame_start, frame_end)
         falloff = max(settings.motion_falloff, 0)
         return cls(context, obj, edit, frames, by_frame, {p.as_pointer(): i for i, p in enumerate(settings.pins)},
                    names, chains, movable, root_motion, fixed, falloff, range_weights(frames, open_ends, falloff),
-                   context.scene.frame_current, started)
+                   context.scene.frame_current, started, tracks=tracks)
 
 
     @classmethod

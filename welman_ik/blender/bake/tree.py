@@ -10,6 +10,7 @@ import numpy as np
 from ...core import PositionGoal
 from ..pins import goals as shaped_goals
 from ..rig.model import RigModel
+from ..rig.targets import follows
 from .channels import Solutions
 
 
@@ -88,8 +89,9 @@ class Tree:
         return steering
 
     def position_goal(self, pin, target: np.ndarray, priority: int, share: float) -> PositionGoal:
-        """A position pin's goal; a fixed pin's in full is the same on every frame, made once."""
-        if pin.follow or share < 1.0:
+        """A position pin's goal; a fixed pin's in full is the same on every frame, made once
+        (not one that follows the animation or a target)."""
+        if pin.follow or share < 1.0 or follows(pin):
             return PositionGoal(*self.anchor(pin.bone, pin.anchor), target, weight=pin.weight, priority=priority)
         key = ("goal", pin.as_pointer(), priority)
         goal = self._cache.get(key)

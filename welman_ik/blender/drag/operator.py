@@ -10,6 +10,7 @@ import functools
 import bpy
 from bpy.props import FloatProperty, FloatVectorProperty, StringProperty
 
+from ..pins.following import release_lost
 from ..rig import views
 from ..rig.model import RigError
 from ..rig.polls import ArmatureOperator
@@ -57,6 +58,12 @@ def draw_status(header, context) -> None:
         layout.separator()
 
 
+def report_lost(operator, obj) -> None:
+    """Disable the pins whose target is gone and say so: the solve goes on without them."""
+    for text in release_lost(obj):
+        operator.report({"WARNING"}, text)
+
+
 class ModalDrag:
     """The interactive drag, shared by the drag and the motion edit: the bone under the
     mouse (or the active bone) follows the mouse, re-solved on every event. A subclass
@@ -83,6 +90,7 @@ class ModalDrag:
     def invoke(self, context, event):
         if self.refused(context):
             return {"CANCELLED"}
+        report_lost(self, context.object)
         in_viewport = context.region is not None and context.region.type == "WINDOW" and context.region_data
         # From the viewport itself (the shortcut) drag the bone under the mouse; from the
         # sidebar's button, the active bone, in the area's main view.
@@ -199,6 +207,7 @@ class WELMAN_IK_OT_drag(ModalDrag, ArmatureOperator, bpy.types.Operator):
         bone = self._bone(context)
         if bone is None:
             return {"CANCELLED"}
+        report_lost(self, obj)
         try:
             figures = solver.drag(context, obj, bone, tuple(self.target), self.anchor)
         except RigError as error:

@@ -12,6 +12,7 @@ import numpy as np
 from ...core import SOLVERS, PositionGoal, Problem, SolveResult
 from ..pins.checks import REACH_FACTOR, check_goal_bones, check_goal_point, check_pin_bones, rig_reach
 from ..pins.figures import Figures, record, worst_miss
+from ..pins.following import check_cycles, placed
 from ..pins.goals import (
     POINT_KINDS,
     SHAPED_KINDS,
@@ -30,6 +31,7 @@ from ..rig.evaluated import FLOAT32_SLACK, GoalSet, Measured, anchor_points
 from ..rig.evaluated import measure as evaluated_measure
 from ..rig.evaluated import slack as evaluated_slack
 from ..rig.model import RigError, RigModel, cached_model
+from ..rig.targets import set_world
 from ..rig.units import length_text
 
 
@@ -45,10 +47,9 @@ def move_pins_to_bone(context, obj, bone: str) -> None:
     if pins:
         context.view_layer.update()
         pose_bone = obj.pose.bones[bone]
-        for p in pins:
-            p.location = anchor_world(obj, pose_bone, p.anchor)
-            if p.kind == "POSE":
-                p.rotation = (obj.matrix_world @ pose_bone.matrix).to_quaternion().normalized()
+        for p in pins:  # (recorded in its target's space when it follows one)
+            turn = (obj.matrix_world @ pose_bone.matrix).to_quaternion().normalized() if p.kind == "POSE" else None
+            set_world(p, anchor_world(obj, pose_bone, p.anchor), turn)
 
 
 CLOSE_ROUNDS = 12  # evaluate-and-correct rounds of a scripted drag or a confirm
@@ -67,7 +68,8 @@ class DragSolver:
 
     def __init__(self, obj, settings, bone: str, anchor: float = 1.0, pins: list[tuple] | None = None,
                  keep_root: bool = False, reuse: bool = False):
-        """``pins``: (pin, world target) pairs to hold; None: every active pin, at its location.
+        """``pins``: (pin, world target) pairs to hold; None: every active pin, at its location
+        (or where its target has it now: ``following.placed``).
         ``keep_root``: the root bone stays where it is (as a motion edit keeps it)."""
         if obj is None or obj.type != "ARMATURE":
             raise RigError("The active object is not an armature")
@@ -78,7 +80,9 @@ class DragSolver:
         if not (0.0 <= anchor <= 1.0) or not math.isfinite(anchor):
             raise RigError(f"Anchor must be between 0 and 1, got {anchor}")
         if pins is None:
-            pins = [(p, p.location) for p in active_pins(settings, exclude=bone)]
+            active = active_pins(settings, exclude=bone)
+            check_cycles(obj, active)
+            pins = [(p, placed(p)) for p in active]
         check_pin_bones(obj, [p for p, _ in pins])
         for p, _ in pins:
             check_numbers(p)
@@ -233,7 +237,7 @@ class DragSolver:
     def shaped_measure(self) -> Measured:
         """The errors of the pins of every kind but POSITION on the evaluated pose (updated)."""
         errors = self.shaped.measure(self.q)
-        slack = evaluated_slack(np.array([p.location for p in self.shaped.pins]).reshape(-1, 3))
+        slack = evaluated_slack(np.array([g.get("location", p.location) for p, g in self.shaped.pairs]).reshape(-1, 3))
         weights = np.array([p.weight for p in self.shaped.pins], dtype=float)
         return Measured(errors, errors <= self.settings.tolerance + slack, weights > 0.0)
 

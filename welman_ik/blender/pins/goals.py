@@ -26,12 +26,14 @@ from ...core import (
     OrientationGoal,
     PlaneGoal,
     PoseGoal,
+    PositionGoal,
     RegionGoal,
     TogetherGoal,
 )
 from ...core.masses import segment_masses
 from ...core.problem import goal_errors
 from ..rig.model import RigError, RigModel
+from ..rig.targets import other_bone
 
 POINT_KINDS = frozenset({"POSITION"})
 SHAPED_KINDS = frozenset({"ORIENTATION", "POSE", "LINE", "PLANE", "AIM", "REGION", "TOGETHER", "BALANCE", "FLOOR"})
@@ -106,7 +108,7 @@ def held_bones(pins) -> list[str]:
     """The bones pins hold: each pin's own and a together pin's other bone (a balance pin
     holds none: its bones are the ones with mass, ``pin_bones``)."""
     names = [p.bone for p in pins if p.kind != "BALANCE"]
-    return names + [p.target_bone for p in pins if p.kind == "TOGETHER"]
+    return names + [p.target_bone for p in pins if p.kind == "TOGETHER" and not other_bone(p)]
 
 
 def pin_bones(obj, pin) -> list[str]:
@@ -137,7 +139,11 @@ def check_pin(obj, pin, solver: str | None = None) -> None:
         raise RigError(f"The direction of {what} is zero; give the line's direction or the plane's normal")
     if pin.kind == "REGION" and not (math.isfinite(pin.radius) and pin.radius >= 0.0):
         raise RigError(f"The radius of {what} must be a number of at least 0")
-    if pin.kind == "TOGETHER":
+    if pin.kind == "TOGETHER" and other_bone(pin):
+        if pin.target_object.type != "ARMATURE" or pin.target_bone not in pin.target_object.pose.bones:
+            raise RigError(f"{what[0].upper() + what[1:]} meets bone '{pin.target_bone}' of "
+                           f"'{pin.target_object.name}', which it does not have; name one of its bones")
+    elif pin.kind == "TOGETHER":
         if pin.target_bone not in obj.pose.bones:
             raise RigError(f"{what[0].upper() + what[1:]} has no other bone ('{pin.target_bone}' does not exist); "
                            "pin two bones together again")
@@ -206,12 +212,13 @@ def support_points(pins) -> np.ndarray:
 
 
 def build(obj, model: RigModel, kin: Kinematics, pin, priority: int, support=None, location=None,
-          rotation_matrix=None) -> Goal:
+          rotation_matrix=None, direction=None) -> Goal:
     """The core goal of one pin (any kind but POSITION) on ``model``, ``kin`` its kinematics
     at its start; ``support``: the support polygon's corners (``support_points``) for a
     balance over it; ``location``, ``rotation_matrix``: in place of the pin's own (a bake's
-    follow pin, or one eased in)."""
+    follow pin, or one eased in, or one that follows a target: ``direction`` too)."""
     kind, weight = pin.kind, float(pin.weight)
+    direction = np.array(pin.direction if direction is None else direction, dtype=float)
     location = np.array(pin.location if location is None else location, dtype=float)
     rotation = rotation_matrix if rotation_matrix is not None else rotation_matrix_of(pin.rotation)
     if kind == "BALANCE":
@@ -224,7 +231,7 @@ def build(obj, model: RigModel, kin: Kinematics, pin, priority: int, support=Non
         if support is not None and not len(support):
             raise RigError("The balance pin holds over the support polygon, but no position or pose pin is in "
                            "force: pin the feet first, or untick Support Polygon")
-        return BalanceGoal(joints, local, masses[keep], location, direction=np.array(pin.direction, dtype=float),
+        return BalanceGoal(joints, local, masses[keep], location, direction=direction,
                            support=support, weight=weight, priority=priority)
     joint, local = model.anchor_local(pin.bone, pin.anchor)
     if kind == "ORIENTATION":
@@ -234,10 +241,10 @@ def build(obj, model: RigModel, kin: Kinematics, pin, priority: int, support=Non
         return PoseGoal(joint, local, location, rotation, tuple(pin.axes),
                         world_length(model, kin, pin.bone), weight=weight, priority=priority)
     if kind == "LINE":
-        return LineGoal(joint, local, location, np.array(pin.direction, dtype=float), weight=weight,
+        return LineGoal(joint, local, location, direction, weight=weight,
                         priority=priority)
     if kind == "PLANE":
-        return PlaneGoal(joint, local, location, np.array(pin.direction, dtype=float), weight=weight,
+        return PlaneGoal(joint, local, location, direction, weight=weight,
                          priority=priority)
     if kind == "AIM":
         return AimGoal(joint, location, pin.aim_axis, world_length(model, kin, pin.bone), weight=weight,
@@ -245,8 +252,10 @@ def build(obj, model: RigModel, kin: Kinematics, pin, priority: int, support=Non
     if kind == "REGION":
         return RegionGoal(joint, local, location, float(pin.radius), weight=weight, priority=priority)
     if kind == "FLOOR":
-        return FloorGoal(joint, local, location, np.array(pin.direction, dtype=float), weight=weight,
+        return FloorGoal(joint, local, location, direction, weight=weight,
                          priority=priority)
+    if kind == "TOGETHER" and other_bone(pin):  # another armature's bone: where it is on the frame
+        return PositionGoal(joint, local, location, weight=weight, priority=priority)
     if kind == "TOGETHER":
         other, other_local = model.anchor_local(pin.target_bone, pin.target_anchor)
         return TogetherGoal(joint, local, other, other_local, weight=weight, priority=priority)
@@ -285,6 +294,7 @@ class ShapedPins:
         """``pins``: (pin, fields) pairs (fields: ``build``'s overrides, usually none)."""
         self.obj, self.model = obj, model
         self.pins = [p for p, _ in pins]
+        self.pairs = list(pins)
         kin = model.skeleton.forward(model.q0) if self.pins else None
         self.goals = [build(obj, model, kin, p, priority, support, **fields) for p, fields in pins]
         self.names = sorted({n for p in self.pins for n in pin_bones(obj, p) if n in model.bones})

@@ -15,6 +15,7 @@ from bpy.props import (
     StringProperty,
 )
 
+from . import targets
 from .views import redraw_on_update
 
 SOLVER_ITEMS = [
@@ -87,6 +88,12 @@ KEYFRAME_ITEMS = [
 ]
 
 
+def _recorded(pin, context) -> None:
+    """A pin's target set or changed: its fields recorded in the target's space."""
+    targets.record_in_target(pin, context)
+    redraw_on_update(pin, context)
+
+
 class WELMAN_IK_Pin(bpy.types.PropertyGroup):
     bone: StringProperty(name="Bone", description="Pose bone name", override=OVERRIDABLE, options=STILL, update=SHOWN)
     kind: EnumProperty(name="Kind", items=PIN_KINDS, default="POSITION", description="What is held",
@@ -97,11 +104,11 @@ class WELMAN_IK_Pin(bpy.types.PropertyGroup):
     )
     location: FloatVectorProperty(
         name="Location", size=3, subtype="TRANSLATION", unit="LENGTH",
-        description="World-space goal point", override=OVERRIDABLE, options=STILL, update=SHOWN,
+        description="Goal point: in the world, or in the target's space when the pin has a target", override=OVERRIDABLE, options=STILL, update=SHOWN,
     )
     rotation: FloatVectorProperty(
         name="Rotation", size=4, subtype="QUATERNION", default=(1.0, 0.0, 0.0, 0.0),
-        description="World-space goal orientation (w, x, y, z)", override=OVERRIDABLE, options=STILL, update=SHOWN,
+        description="Goal orientation (w, x, y, z): in the world, or in the target's space", override=OVERRIDABLE, options=STILL, update=SHOWN,
     )
     axes: BoolVectorProperty(
         name="Axes", size=3, default=(True, True, True), subtype="XYZ",
@@ -109,14 +116,24 @@ class WELMAN_IK_Pin(bpy.types.PropertyGroup):
     )
     direction: FloatVectorProperty(
         name="Direction", size=3, subtype="DIRECTION", default=(0.0, 0.0, 1.0),
-        description="Line direction or plane normal, world space", override=OVERRIDABLE, options=STILL, update=SHOWN,
+        description="Line direction or plane normal: in the world, or in the target's space", override=OVERRIDABLE, options=STILL, update=SHOWN,
     )
     radius: FloatProperty(name="Radius", min=0.0, default=0.05, unit="LENGTH",
                           description="Region: the sphere's radius", override=OVERRIDABLE, options=STILL, update=SHOWN)
     aim_axis: EnumProperty(name="Aim Axis", items=AIM_AXIS_ITEMS, default="Y", override=OVERRIDABLE, options=STILL, update=SHOWN,
                            description="Aim: the bone axis that points at the location")
-    target_bone: StringProperty(name="Target Bone", override=OVERRIDABLE, options=STILL, update=SHOWN,
-                                description="Together: the other bone whose point this one meets")
+    target_bone: StringProperty(name="Target Bone", override=OVERRIDABLE, options=STILL, update=_recorded,
+                                description="Together: the other bone whose point this one meets; with a target "
+                                "armature: the bone of it the pin follows")
+    target_object: PointerProperty(
+        name="Target", type=bpy.types.Object, override=OVERRIDABLE, options=STILL, update=_recorded,
+        description="The object (or, with Target Bone, the other armature's bone) the pin follows: its goal moves "
+                    "with it on every frame; empty: the goal stays in the world",
+    )
+    # The space the pin's location, rotation and direction are recorded in (``rig.targets``).
+    space_object: PointerProperty(type=bpy.types.Object, override=OVERRIDABLE, options={"HIDDEN"})
+    space_bone: StringProperty(override=OVERRIDABLE, options={"HIDDEN"})
+    space_name: StringProperty(override=OVERRIDABLE, options={"HIDDEN"})
     target_anchor: FloatProperty(
         name="Target Anchor", min=0.0, max=1.0, default=1.0, subtype="FACTOR", override=OVERRIDABLE, options=STILL, update=SHOWN,
         description="Together: the point along the other bone: 0 head, 1 tail",
@@ -326,6 +343,11 @@ class WELMAN_IK_Settings(bpy.types.PropertyGroup):
         description="Detect Contacts: the least the knee stays bent to reach a plant; frames where the leg would "
                     "have to be straighter are left out of the plant",
     )
+    contact_floor: BoolProperty(
+        name="Floor", default=False, override=OVERRIDABLE, options=STILL, update=SHOWN,
+        description="Detect Contacts also pins each foot's heel and toe on or above the clip's floor (found from "
+                    "its contacts), on every frame",
+    )
     motion_falloff: IntProperty(
         name="Falloff", min=0, soft_max=100, default=10, override=OVERRIDABLE, options=STILL, update=SHOWN,
         description="Frames an edit blends into on either side (Edit Motion), and over which a bake eases a "
@@ -347,6 +369,10 @@ class WELMAN_IK_Settings(bpy.types.PropertyGroup):
     retarget_source: PointerProperty(
         type=bpy.types.Object, name="Source", override=OVERRIDABLE, options=STILL, update=SHOWN, poll=other_armature,
         description="The armature whose motion the panel's Retarget bakes onto this one",
+    )
+    retarget_floor: BoolProperty(
+        name="Floor", default=True, override=OVERRIDABLE, options=STILL, update=SHOWN,
+        description="Retarget keeps each foot's heel and toe on or above the target's floor",
     )
     ranges_offered: BoolProperty(
         name="Ranges Offered", default=False, override=OVERRIDABLE, options=STILL,
