@@ -320,3 +320,44 @@ def test_a_target_linked_from_a_library_is_followed(bare_human, tmp_path):
     with scenes.quiet():
         bpy.ops.welman_ik.drag(bone="hand.L", target=tuple(world_point(obj, "hand.L")))
     assert np.linalg.norm(world_point(obj, "hand.R", hand.anchor) - goal) < 1e-3
+
+
+def _axis(obj, bone: str, index: int) -> np.ndarray:
+    bpy.context.view_layer.update()
+    matrix = obj.matrix_world @ obj.pose.bones[bone].matrix
+    return np.array(matrix.col[index].to_3d().normalized())
+
+
+@pytest.mark.parametrize("kind", ["ORIENTATION", "LINE", "PLANE", "AIM", "REGION"])
+def test_every_kind_with_a_place_follows_its_target(bare_human, kind):
+    """hand.L pinned by ``kind`` to an Empty, the Empty then moved 12 cm and turned 30
+    degrees: a drag of the other hand brings hand.L to what the pin asks where the Empty is
+    now (its line, plane, aim, region or orientation carried with it), measured on the
+    evaluated pose."""
+    obj = bare_human
+    cup = _object_mode_then(obj, lambda: _cup(world_point(obj, "hand.L") + [0.0, 0.0, 0.02], keyed=False))
+    pin = _pin(obj, "hand.L", kind)
+    pin.target_object = cup
+    cup.location = tuple(np.array(cup.location) + [-0.04, -0.1, 0.05])
+    cup.rotation_euler = (0.0, math.radians(10.0), math.radians(30.0))
+    bpy.context.view_layer.update()
+    goal = world_fields(pin)
+    with scenes.quiet():
+        bpy.ops.welman_ik.drag(bone="hand.R", target=tuple(world_point(obj, "hand.R") + [0.0, -0.05, 0.0]))
+    point = world_point(obj, "hand.L", pin.anchor)
+    location, direction = goal["location"], goal["direction"] / np.linalg.norm(goal["direction"])
+    if kind == "ORIENTATION":
+        turn = _angle(_bone_turn(obj, "hand.L"), goal["rotation"])
+        assert min(turn, 360.0 - turn) < 0.1
+    elif kind == "LINE":
+        off = point - location
+        assert np.linalg.norm(off - (off @ direction) * direction) < 1e-3
+    elif kind == "PLANE":
+        assert abs((point - location) @ direction) < 1e-3
+    elif kind == "AIM":
+        head = world_point(obj, "hand.L", 0.0)
+        way = (location - head) / np.linalg.norm(location - head)
+        assert math.degrees(math.acos(min(1.0, float(way @ _axis(obj, "hand.L", 1))))) < 0.1
+    else:
+        assert np.linalg.norm(point - location) <= pin.radius + 1e-3
+    assert obj.welman_ik.last_solve.converged
