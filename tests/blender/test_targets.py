@@ -361,3 +361,24 @@ def test_every_kind_with_a_place_follows_its_target(bare_human, kind):
     else:
         assert np.linalg.norm(point - location) <= pin.radius + 1e-3
     assert obj.welman_ik.last_solve.converged
+
+
+def test_a_pin_unpinned_during_a_drag_comes_back_on_its_target_after_cancel(bare_human):
+    """The drag's P key unpins a hand that follows an Empty; cancel puts the pin back exactly,
+    still on the Empty (not recorded again)."""
+    from welman_ik.blender.drag.session import DragSession
+    from welman_ik.blender.pins.records import fields_of
+
+    obj = bare_human
+    cup = _object_mode_then(obj, lambda: _cup(world_point(obj, "hand.R"), keyed=False))
+    hand = _pin(obj, "hand.R", "POSITION")
+    hand.target_object = cup
+    cup.location = tuple(np.array(cup.location) + [0.0, -0.1, 0.0])  # so a record again would differ
+    bpy.context.view_layer.update()
+    before = fields_of(hand)
+    session = DragSession(obj, "hand.L", event_budget=None)
+    assert "unpinned position hand.R" in session.toggle_pin(bpy.context, "POSITION", "hand.R")
+    assert len(obj.welman_ik.pins) == 0
+    session.cancel()
+    assert fields_of(obj.welman_ik.pins[0]) == before
+    assert obj.welman_ik.pins[0].target_object == cup

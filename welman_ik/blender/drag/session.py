@@ -12,7 +12,7 @@ import time
 import numpy as np
 
 from ..pins.figures import Figures, record
-from ..pins.records import add_pin, fields_of, pin_records
+from ..pins.records import add_pin, fields_of, pin_records, put_fields
 from ..rig import keyframes
 from ..rig.channels import PoseSnapshot
 from ..rig.model import RigError
@@ -157,8 +157,7 @@ class DragSession:
             pin = pins[entry[1]]
         else:
             pin = pins.add()
-        for name, value in entry[2].items():
-            setattr(pin, name, value)
+        put_fields(pin, entry[2])
         if entry[0] == "removed":
             pins.move(len(pins) - 1, entry[1])
 

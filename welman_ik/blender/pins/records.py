@@ -11,11 +11,13 @@ from mathutils import Vector
 from ...core.goals.aim import AXES as AIM_AXES
 from ..rig.evaluated import anchor_points
 from ..rig.model import RigError
+from ..rig.targets import as_stored
 from .goals import SUPPORT_KINDS, centre_of_mass
 
 AIM_DISTANCE = 10.0  # an aim pin's target: this many bone lengths out along the aimed axis
 PIN_FIELDS = ("bone", "kind", "anchor", "location", "rotation", "axes", "direction", "radius", "aim_axis",
-              "target_bone", "target_anchor", "use_support", "weight", "enabled", "frame_start", "frame_end", "follow")
+              "target_bone", "target_anchor", "use_support", "weight", "enabled", "frame_start", "frame_end", "follow",
+              "target_object", "space_object", "space_bone", "space_name")
 
 
 def pin_records(context, obj, kind: str, bones, anchor: float, axes=(True, True, True), plane_normal: str = "UP",
@@ -92,12 +94,24 @@ def fields_of(pin) -> dict:
 
 
 def add_pin(pins, bone: str, kind: str, fields: dict, anchor: float = 1.0, weight: float = 1.0):
-    """Add or replace ``bone``'s pin of ``kind`` with ``fields``; returns it."""
+    """Add or replace ``bone``'s pin of ``kind`` with ``fields`` (world fields: a replaced pin
+    no longer follows its target; or every field as ``fields_of`` read them); returns it."""
     pin = next((p for p in pins if p.bone == bone and p.kind == kind), None)
     if pin is None:
         pin = pins.add()
         pin.bone, pin.kind = bone, kind
-    pin.anchor, pin.weight, pin.enabled = anchor, weight, True
+    put_fields(pin, {"anchor": anchor, "weight": weight, "enabled": True, **fields})
+    return pin
+
+
+def put_fields(pin, fields: dict) -> None:
+    """Set a pin's ``fields``: every field as ``fields_of`` read them, exactly; else world
+    fields, the pin first taken off its target."""
+    if "space_name" in fields:
+        with as_stored():
+            for name, value in fields.items():
+                setattr(pin, name, value)
+        return
+    pin.target_object = None
     for name, value in fields.items():
         setattr(pin, name, value)
-    return pin

@@ -15,10 +15,24 @@ following its own follower (a cycle) by ``cycle_reason``.
 
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 from mathutils import Matrix, Quaternion, Vector
 
 UP = (0.0, 0.0, 1.0)
+_STORING = [False]  # fields put back as they were stored: nothing to record again
+
+
+@contextlib.contextmanager
+def as_stored():
+    """Set a pin's fields, its target's among them, exactly as they were stored (an undone
+    change): the target's update does not record them again."""
+    _STORING[0] = True
+    try:
+        yield
+    finally:
+        _STORING[0] = False
 
 
 def follows(pin) -> bool:
@@ -110,6 +124,8 @@ def record_in_target(pin, _context=None) -> None:
     """The update callback of ``target_object`` and ``target_bone``: the fields as they stand
     in the world, recorded in the new target's space. A floor pin given a target lies on the
     target's XY plane (a table top, a slope). A pin whose old space is gone keeps its numbers."""
+    if _STORING[0]:
+        return
     target, bone = space_of(pin)
     if (target, bone) == (pin.space_object, pin.space_bone) and (target is not None) == bool(pin.space_name):
         return
