@@ -214,7 +214,7 @@ def test_a_deleted_target_disables_its_pin_and_the_bake_goes_on(bare_human, capf
     obj = bare_human
     _rest_keys(obj)
     cup = _object_mode_then(obj, lambda: _cup(world_point(obj, "hand.R")))
-    feet = _pin(obj, "foot.L", "POSE")
+    _pin(obj, "foot.L", "POSE")
     hand = _pin(obj, "hand.R", "POSE")
     hand.target_object = cup
     bpy.data.objects.remove(cup)
@@ -222,7 +222,8 @@ def test_a_deleted_target_disables_its_pin_and_the_bake_goes_on(bare_human, capf
     capfd.readouterr()
     assert bpy.ops.welman_ik.bake(frame_start=1, frame_end=5) == {"FINISHED"}
     said = capfd.readouterr().out
-    assert not hand.enabled and feet.enabled and len(obj.welman_ik.pins) == 2
+    pins = {p.bone: p for p in obj.welman_ik.pins}  # (looked up again: a pin added moves the others)
+    assert not pins["hand.R"].enabled and pins["foot.L"].enabled and len(pins) == 2
     assert "target 'Cup' was deleted" in said
 
 
@@ -269,12 +270,10 @@ def test_a_floor_on_a_slope_follows_its_object(bare_human):
     slope = _object_mode_then(obj, lambda: _cup((0.0, 0.0, 0.03), keyed=False, name="Slope"))
     slope.rotation_euler = (math.radians(10.0), 0.0, 0.0)
     bpy.context.view_layer.update()
-    pins = []
     for toe in ("toe.L", "toe.R"):
-        pin = _pin(obj, toe, "FLOOR")
-        pin.target_object = slope
-        pins.append(pin)
-    assert np.allclose(pins[0].location, (0.0, 0.0, 0.0)) and np.allclose(pins[0].direction, (0.0, 0.0, 1.0))
+        _pin(obj, toe, "FLOOR").target_object = slope
+    pin = obj.welman_ik.pins[0]
+    assert np.allclose(pin.location, (0.0, 0.0, 0.0)) and np.allclose(pin.direction, (0.0, 0.0, 1.0))
     normal = np.array(slope.matrix_world.to_3x3() @ Vector((0.0, 0.0, 1.0)))
     origin = np.array(slope.matrix_world.translation)
     hips = world_point(obj, "spine", 0.0)
