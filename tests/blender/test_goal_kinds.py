@@ -334,14 +334,14 @@ def test_bake_holds_pose_and_aim_pins_on_every_frame(bare_human):
 
 
 PANEL_FIELDS = {  # kind -> the properties the pins panel shows for the active pin, in order
-    "POSITION": ["kind", "anchor", "location", "weight"],
-    "ORIENTATION": ["kind", "rotation", "axes", "weight"],
-    "POSE": ["kind", "anchor", "location", "rotation", "axes", "weight"],
-    "LINE": ["kind", "anchor", "location", "direction", "weight"],
-    "PLANE": ["kind", "anchor", "location", "direction", "weight"],
-    "AIM": ["kind", "aim_axis", "location", "weight"],
-    "REGION": ["kind", "anchor", "location", "radius", "weight"],
-    "TOGETHER": ["kind", "anchor", "target_bone", "target_anchor", "weight"],
+    "POSITION": ["kind", "anchor", "target_object", "location", "weight"],
+    "ORIENTATION": ["kind", "target_object", "rotation", "axes", "weight"],
+    "POSE": ["kind", "anchor", "target_object", "location", "rotation", "axes", "weight"],
+    "LINE": ["kind", "anchor", "target_object", "location", "direction", "weight"],
+    "PLANE": ["kind", "anchor", "target_object", "location", "direction", "weight"],
+    "AIM": ["kind", "aim_axis", "target_object", "location", "weight"],
+    "REGION": ["kind", "anchor", "target_object", "location", "radius", "weight"],
+    "TOGETHER": ["kind", "anchor", "target_object", "target_bone", "target_anchor", "weight"],
     "BALANCE": ["kind", "use_support", "location", "direction", "welman_ik_mass"],  # (the active bone's mass)
 }
 

@@ -450,3 +450,33 @@ def test_the_kept_drawing_follows_every_change(bare_human):
     locked = obj.pose.bones["spine.004"]
     parts = changed(lambda: [setattr(locked, f"lock_ik_{a}", True) for a in "xyz"])
     assert np.allclose(parts[("LOCKED", pin_shapes.LOCKED)], [point(obj, "spine.004", 0.0)], atol=1e-6)
+
+
+@pytest.mark.parametrize("kind", ["POSITION", "ORIENTATION", "POSE", "LINE", "PLANE", "AIM", "REGION", "FLOOR"])
+def test_a_pin_on_a_target_is_drawn_where_the_target_carries_it(bare_human, kind):
+    """A pin of each kind with a place pinned to an Empty (Pin To), then the Empty and the
+    armature moved and turned together: the pin is drawn held (its goal carried along with the
+    rig), with its tether to the Empty; the Empty alone moved up and turned: missed."""
+    import scenes
+
+    obj = bare_human
+    cup = bpy.data.objects.new("Cup", None)
+    bpy.context.scene.collection.objects.link(cup)
+    cup.location, cup.rotation_euler = (0.3, -0.2, -0.05), (0.1, 0.0, 0.4)
+    bpy.context.view_layer.update()
+    bone_name = "toe.L" if kind == "FLOOR" else "hand.L"
+    scenes.select(obj, [bone_name])
+    assert bpy.ops.welman_ik.pin_to(kind=kind, target="Cup") == {"FINISHED"}
+    p = obj.welman_ik.pins[-1]
+    assert p.target_object == cup and status(geometry(obj, p)) == "HELD"
+    turn = Euler((0.0, 0.3, 1.2)).to_matrix().to_4x4()
+    turn.translation = (0.4, 0.5, 0.2)
+    obj.matrix_world = turn @ obj.matrix_world
+    cup.matrix_world = turn @ cup.matrix_world
+    g = geometry(obj, p)
+    assert status(g) == "HELD"
+    # the tether ends at the Empty's origin (a floor's goal is that origin: its line from the toe)
+    assert np.allclose(parts(g, "THIN")[-1], cup.matrix_world.translation, atol=1e-5)
+    cup.location.z += 0.5
+    cup.rotation_euler.x += math.radians(30.0)
+    assert status(geometry(obj, p)) == "VIOLATED"

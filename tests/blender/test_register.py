@@ -13,7 +13,7 @@ from conftest import ROOT, drag, pin_errors, world_point
 import welman_ik
 
 OPERATORS = ["bake", "clear_pins", "detect_contacts", "dismiss_ranges_offer", "drag", "edit_motion", "joint_ranges",
-             "jump_to_frame", "lock", "pin", "remove_pin", "retarget", "retarget_map_fill", "unlock", "unpin"]
+             "jump_to_frame", "lock", "pin", "pin_to", "remove_pin", "retarget", "retarget_map_fill", "unlock", "unpin"]
 
 
 def _operators() -> list:

@@ -52,6 +52,27 @@ def move_pins_to_bone(context, obj, bone: str) -> None:
             set_world(p, anchor_world(obj, pose_bone, p.anchor), turn)
 
 
+def drag_pins(obj, settings, bone: str, anchor: float, pins: list[tuple] | None) -> list[tuple]:
+    """The (pin, target) pairs a drag of ``bone`` holds (None: every active pin, where it
+    holds now), once the drag and its pins are checked: refused with the reason otherwise."""
+    if obj is None or obj.type != "ARMATURE":
+        raise RigError("The active object is not an armature")
+    if obj.mode == "EDIT":
+        raise RigError("Leave edit mode first: the solver works on the pose")
+    if bone not in obj.pose.bones:
+        raise RigError(f"Bone '{bone}' does not exist in armature '{obj.name}'")
+    if not (0.0 <= anchor <= 1.0) or not math.isfinite(anchor):
+        raise RigError(f"Anchor must be between 0 and 1, got {anchor}")
+    if pins is None:
+        active = active_pins(settings, exclude=bone)
+        check_cycles(obj, active)
+        pins = [(p, placed(p)) for p in active]
+    check_pin_bones(obj, [p for p, _ in pins])
+    for p, _ in pins:
+        check_numbers(p)
+    return pins
+
+
 CLOSE_ROUNDS = 12  # evaluate-and-correct rounds of a scripted drag or a confirm
 CORRECTION_TOLERANCE = 0.1  # of the setting: how closely a correcting round solves the model
 APPROACH_STEP = 0.02  # of the armature's size: the longest stride of a scripted drag's approach
@@ -71,21 +92,7 @@ class DragSolver:
         """``pins``: (pin, world target) pairs to hold; None: every active pin, at its location
         (or where its target has it now: ``following.placed``).
         ``keep_root``: the root bone stays where it is (as a motion edit keeps it)."""
-        if obj is None or obj.type != "ARMATURE":
-            raise RigError("The active object is not an armature")
-        if obj.mode == "EDIT":
-            raise RigError("Leave edit mode first: the solver works on the pose")
-        if bone not in obj.pose.bones:
-            raise RigError(f"Bone '{bone}' does not exist in armature '{obj.name}'")
-        if not (0.0 <= anchor <= 1.0) or not math.isfinite(anchor):
-            raise RigError(f"Anchor must be between 0 and 1, got {anchor}")
-        if pins is None:
-            active = active_pins(settings, exclude=bone)
-            check_cycles(obj, active)
-            pins = [(p, placed(p)) for p in active]
-        check_pin_bones(obj, [p for p, _ in pins])
-        for p, _ in pins:
-            check_numbers(p)
+        pins = drag_pins(obj, settings, bone, anchor, pins)
         # The other kinds' targets are their fields (a motion edit's follow pins: where the
         # animation puts them on its frame), or nothing: the pin's own.
         shaped = [(p, t if isinstance(t, dict) else {}) for p, t in pins if p.kind in SHAPED_KINDS]

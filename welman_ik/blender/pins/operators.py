@@ -1,9 +1,12 @@
-"""The pin operators: pin, unpin, clear_pins, remove_pin, lock, unlock."""
+"""The pin operators: pin, pin_to, unpin, clear_pins, remove_pin, lock, unlock."""
 
 from __future__ import annotations
 
+import types
+
 import bpy
-from bpy.props import BoolProperty, BoolVectorProperty, EnumProperty, FloatProperty, IntProperty
+import numpy as np
+from bpy.props import BoolProperty, BoolVectorProperty, EnumProperty, FloatProperty, IntProperty, StringProperty
 
 from ..rig.model import RigError
 from ..rig.polls import (
@@ -13,6 +16,7 @@ from ..rig.polls import (
     selected_pose_bones,
 )
 from ..rig.properties import AIM_AXIS_ITEMS, PIN_KINDS
+from ..rig.targets import cycle_reason
 from .records import add_pin, pin_records
 
 KIND_TEXT = {item[0]: item[2] for item in PIN_KINDS}  # a kind's description, for the pin button's tooltip
@@ -105,6 +109,128 @@ to the active one)"""
         return pin_records(context, obj, self.kind, bones, self.anchor, axes=tuple(self.axes),
                            plane_normal=self.plane_normal, aim_axis=self.aim_axis, radius=self.radius,
                            use_support=self.use_support)
+
+
+NO_TARGET = "Select the object to pin to as well (Ctrl+click it), or name it"
+
+
+def other_selected(context, obj) -> list:
+    """The selected objects but the armature being posed: the one to pin to, if one."""
+    return [o for o in getattr(context, "selected_objects", None) or () if o != obj]
+
+
+class WELMAN_IK_OT_pin_to(ArmatureOperator, bpy.types.Operator):
+    """Pin each selected bone as it is now to follow the other selected object, or the active bone of another armature: its goal moves with it from then on"""
+
+    bl_idname = "welman_ik.pin_to"
+    bl_label = "Pin To"
+
+    kind: EnumProperty(name="Kind", items=PIN_KINDS, default="POSE", options={"SKIP_SAVE"})
+    target: StringProperty(name="Target", options={"SKIP_SAVE"},
+                           description="The object to follow (empty: the other selected object)")
+    target_bone: StringProperty(name="Target Bone", options={"SKIP_SAVE"},
+                                description="The bone of the target armature to follow (empty: its active bone "
+                                "in Pose Mode, or the armature itself)")
+    anchor: FloatProperty(name="Anchor", min=0.0, max=1.0, default=1.0, subtype="FACTOR", options={"SKIP_SAVE"},
+                          description="The held point along the bone: 0 head, 1 tail")
+
+    @classmethod
+    def sidebar_refusal(cls, context) -> str:
+        obj = context.object
+        if not selected_pose_bones(obj):
+            return "Select one or more pose bones first"
+        return "" if other_selected(context, obj) else NO_TARGET
+
+    def draw(self, context):
+        layout = self.layout
+        layout.use_property_split = True
+        layout.prop(self, "kind")
+        layout.prop_search(self, "target", context.scene, "objects")
+        target = context.scene.objects.get(self.target)
+        if target is not None and target.type == "ARMATURE":
+            layout.prop_search(self, "target_bone", target.pose, "bones", text="Bone")
+        layout.prop(self, "anchor")
+
+    def execute(self, context):
+        if self.refused(context):
+            return {"CANCELLED"}
+        obj = context.object
+        try:
+            bones, target, bone = self._chosen(context, obj)
+            context.view_layer.update()
+            if degenerate_transform(obj):
+                raise RigError(f"Armature '{obj.name}' has a degenerate transform (zero scale?)")
+            kind = "POSITION" if self.kind == "TOGETHER" else self.kind  # (its point, then the other bone's)
+            records = pin_records(context, obj, kind, bones, self.anchor)
+        except RigError as error:
+            self.report({"ERROR"}, f"{error}; nothing was pinned")
+            return {"CANCELLED"}
+        pins = obj.welman_ik.pins
+        for name, fields in records:
+            if self.kind == "TOGETHER":
+                fields["target_anchor"] = nearest_anchor(target, bone, fields["location"])
+            old = next((p for p in pins if p.bone == name and p.kind == self.kind), None)
+            if old is not None:  # back in the world first: the fields below are the world's
+                old.target_object, old.target_bone = None, ""
+            pin = add_pin(pins, name, self.kind, fields, self.anchor)
+            pin.target_bone = bone  # (no target yet: nothing recorded)
+            pin.target_object = target  # recorded in the target's space
+        obj.welman_ik.active_pin_index = len(pins) - 1
+        self.target, self.target_bone = target.name, bone  # (the redo panel says what was followed)
+        self.report({"INFO"}, f"Pinned {len(records)} bone(s) to '{' '.join(filter(None, (target.name, bone)))}' "
+                    f"({self.kind.lower()})")
+        return {"FINISHED"}
+
+    def _chosen(self, context, obj) -> tuple:
+        """(pose bones, target object, target bone or '') to pin, or RigError saying why not."""
+        bones = selected_pose_bones(obj)
+        if not bones:
+            raise RigError("Select one or more pose bones first")
+        if self.kind == "BALANCE":
+            raise RigError("A balance pin holds the centre of mass, no place a target could carry; pick another "
+                           "kind")
+        if self.target:
+            target = bpy.data.objects.get(self.target)
+            if target is None:
+                raise RigError(f"There is no object '{self.target}' to pin to")
+        else:
+            others = other_selected(context, obj)
+            if len(others) > 1:
+                raise RigError(f"{len(others)} other objects are selected ({', '.join(o.name for o in others)}); "
+                               "select only the one to pin to, or name it")
+            if not others:
+                raise RigError(NO_TARGET)
+            target = others[0]
+        if not target.users_scene:
+            raise RigError(f"Object '{target.name}' is in no scene")
+        bone = self.target_bone
+        active = target.data.bones.active if target.type == "ARMATURE" and target != obj else None
+        if not bone and active is not None and target.mode == "POSE":
+            bone = active.name
+        if bone and (target.type != "ARMATURE" or bone not in target.pose.bones):
+            raise RigError(f"Object '{target.name}' has no bone '{bone}'" + (
+                "" if target.type == "ARMATURE" else " (it is no armature)"))
+        if target == obj and (bone or self.kind == "TOGETHER"):
+            raise RigError("To hold two bones of this armature together use Pin As > Together; Pin To follows "
+                           "another object or another armature's bone")
+        if self.kind == "TOGETHER" and target.type != "ARMATURE":
+            raise RigError(f"A together pin meets a bone of another armature; '{target.name}' is no armature")
+        if self.kind == "TOGETHER" and not bone:
+            raise RigError(f"A together pin meets a bone: make one of '{target.name}' active in its Pose Mode, or "
+                           "name it")
+        reason = cycle_reason(obj, types.SimpleNamespace(target_object=target, target_bone=bone, kind=self.kind,
+                                                         id_data=obj))
+        if reason:
+            raise RigError(f"Cannot pin to '{target.name}': {reason}")
+        return bones, target, bone
+
+
+def nearest_anchor(target, bone: str, point) -> float:
+    """The point along ``target``'s pose bone ``bone`` (0 head, 1 tail) nearest world ``point``."""
+    pose_bone = target.pose.bones[bone]
+    head, tail = (np.array(target.matrix_world @ v, dtype=float) for v in (pose_bone.head, pose_bone.tail))
+    along = tail - head
+    return float(np.clip((np.asarray(point, dtype=float) - head) @ along / max(float(along @ along), 1e-12), 0, 1))
 
 
 def pins_refusal(obj) -> str:
@@ -255,6 +381,7 @@ class WELMAN_IK_OT_unlock(LockOperator, bpy.types.Operator):
 
 CLASSES = (
     WELMAN_IK_OT_pin,
+    WELMAN_IK_OT_pin_to,
     WELMAN_IK_OT_unpin,
     WELMAN_IK_OT_clear_pins,
     WELMAN_IK_OT_remove_pin,

@@ -1,5 +1,6 @@
 """Viewport overlay: the draw handler. Over the 3D view in pose mode it draws every pin's shape
-(dim where the pin is not in force on the scene's current frame) and the locked bones (built
+(dim where the pin is not in force on the scene's current frame; a pin that follows a target
+at its moving goal, tethered to it by thin lines) and the locked bones (built
 by ``pin_shapes``; one gpu batch per (primitive, colour), kept with the cached drawing while
 neither the pose, the pins nor the set of pins in force changes), the running drag's goal (read from ``drag.state``), and the joint
 range of the active bone (built by ``range_shapes``: its swing cone and twist arc). The
@@ -98,21 +99,23 @@ def _batch(shader, primitive: str, points):
 
 
 def _batches(parts: dict) -> list:
-    """(kind, colour, shader, batch) for each part, triangles first and points last."""
+    """(kind, colour, shader, batch) for each part, triangles first and points last ("THIN":
+    lines drawn thin)."""
     shaders = Shaders.get()
     plain = shaders.plain
     out = []
-    for primitive in ("TRIS", "LINES", "POINTS", "LOCKED"):
+    for primitive in ("TRIS", "THIN", "LINES", "POINTS", "LOCKED"):
         for (kind, colour), points in parts.items():
             if kind != primitive or not len(points):
                 continue
-            if kind == "LINES" and shaders.lines is not None:
+            if kind in {"LINES", "THIN"} and shaders.lines is not None:
                 shader = shaders.lines
             elif kind in {"POINTS", "LOCKED"}:
                 shader = shaders.points or plain
             else:
                 shader = plain
-            out.append((kind, colour, shader, _batch(shader, "POINTS" if kind == "LOCKED" else kind, points)))
+            primitive_drawn = {"LOCKED": "POINTS", "THIN": "LINES"}.get(kind, kind)
+            out.append((kind, colour, shader, _batch(shader, primitive_drawn, points)))
     return out
 
 
@@ -135,7 +138,7 @@ def draw_geometry(parts: dict, point_size: float = 10.0, line_width: float = 2.0
         shader.bind()
         if shader is Shaders.lines:
             shader.uniform_float("viewportSize", (region.width, region.height) if region is not None else (1.0, 1.0))
-            shader.uniform_float("lineWidth", line_width)
+            shader.uniform_float("lineWidth", 1.0 if kind == "THIN" else line_width)
         elif kind in {"POINTS", "LOCKED"}:
             gpu.state.point_size_set(point_size if kind == "POINTS" else 0.6 * point_size)
         shader.uniform_float("color", colour)

@@ -7,6 +7,7 @@ import textwrap
 import bpy
 
 from ..rig.polls import ArmatureOperator, linked_refusal
+from ..rig.targets import cycle_reason, follows, lost_reason, other_bone
 from ..rig.units import length_text, time_text
 from .pin_list import WELMAN_IK_UL_pins, pin_frames, pin_name
 
@@ -28,32 +29,41 @@ class SidebarPanel:
 
 
 # The fields each kind of pin uses, in the order the panel shows them.
+# ``target_object``: what the pin follows (its fields below it are then in the target's space).
 PIN_FIELDS = {
-    "POSITION": ("anchor", "location"),
-    "ORIENTATION": ("rotation", "axes"),
-    "POSE": ("anchor", "location", "rotation", "axes"),
-    "LINE": ("anchor", "location", "direction"),
-    "PLANE": ("anchor", "location", "direction"),
-    "AIM": ("aim_axis", "location"),
-    "REGION": ("anchor", "location", "radius"),
-    "FLOOR": ("anchor", "location", "direction"),
-    "TOGETHER": ("anchor", "target_bone", "target_anchor"),
+    "POSITION": ("anchor", "target_object", "location"),
+    "ORIENTATION": ("target_object", "rotation", "axes"),
+    "POSE": ("anchor", "target_object", "location", "rotation", "axes"),
+    "LINE": ("anchor", "target_object", "location", "direction"),
+    "PLANE": ("anchor", "target_object", "location", "direction"),
+    "AIM": ("aim_axis", "target_object", "location"),
+    "REGION": ("anchor", "target_object", "location", "radius"),
+    "FLOOR": ("anchor", "target_object", "location", "direction"),
+    "TOGETHER": ("anchor", "target_object", "target_bone", "target_anchor"),
     "BALANCE": ("use_support", "location", "direction"),
 }
+SPACE_FIELDS = ("location", "rotation", "direction")  # recorded in the target's space when the pin follows one
 FIELD_LABELS = {("LINE", "direction"): "Direction", ("PLANE", "direction"): "Normal",
                 ("TOGETHER", "target_anchor"): "Its Anchor", ("BALANCE", "use_support"): "Over Support",
-                ("LINE", "location"): "Through", ("PLANE", "location"): "Through", ("AIM", "location"): "Target",
+                ("LINE", "location"): "Through", ("PLANE", "location"): "Through", ("AIM", "location"): "Aim At",
                 ("REGION", "location"): "Centre", ("FLOOR", "location"): "Through",
                 ("FLOOR", "direction"): "Up", ("BALANCE", "location"): "Over", ("BALANCE", "direction"): "Up"}
 
 
-def draw_pin_fields(layout, pin, obj) -> None:
+def draw_pin_fields(layout, pin, obj, context=None) -> None:
     """The fields of one pin that its kind uses, each editable."""
     layout.prop(pin, "kind")
     for field in PIN_FIELDS.get(pin.kind, ("anchor", "location")):
         label = FIELD_LABELS.get((pin.kind, field))
-        if field == "target_bone" and obj.pose is not None:
-            layout.prop_search(pin, field, obj.pose, "bones", text="Other Bone")
+        if field == "target_object":
+            draw_target(layout, pin, obj, context or bpy.context)
+        elif field == "target_bone":  # a together pin's other bone: this armature's, or its target's
+            target = pin.target_object
+            pose = (target.pose if target.type == "ARMATURE" else None) if other_bone(pin) else obj.pose
+            if pose is not None:
+                layout.prop_search(pin, field, pose, "bones", text="Other Bone")
+            else:
+                layout.prop(pin, field, text="Other Bone")
         elif field == "location" and pin.kind == "BALANCE" and pin.use_support:
             continue  # the support polygon replaces the point
         elif label is None:
@@ -71,6 +81,31 @@ def draw_pin_fields(layout, pin, obj) -> None:
         col = layout.column(align=True)  # (each its own label: in a row, End had none)
         col.prop(pin, "frame_start")
         col.prop(pin, "frame_end")
+
+
+def draw_target(layout, pin, obj, context) -> None:
+    """What the pin follows (``target_object``; another armature's bone too), why it cannot
+    (a lost target, a cycle: an alert, with what to do), and the space its fields are in."""
+    layout.prop(pin, "target_object", text="Target")
+    target = pin.target_object
+    if pin.kind != "TOGETHER" and target is not None and target.type == "ARMATURE" and target != obj:
+        layout.prop_search(pin, "target_bone", target.pose, "bones", text="Bone")
+    lost = lost_reason(pin)
+    cycle = "" if lost else cycle_reason(obj, pin)
+    problem = (f"Cannot follow: {lost}. Set its Target again, or clear it" if lost else
+               f"Cannot follow: {cycle}. Pick another Target, or clear it" if cycle else "")
+    if problem:
+        col = layout.column(align=True)
+        col.alert = True
+        for i, line in enumerate(wrapped_lines(context, problem)):
+            col.label(text=line, icon="ERROR" if i == 0 else "BLANK1")
+    elif follows(pin) and pin.kind != "TOGETHER":
+        fields = [FIELD_LABELS.get((pin.kind, f)) or pin.bl_rna.properties[f].name
+                  for f in PIN_FIELDS.get(pin.kind, ()) if f in SPACE_FIELDS]
+        where = " ".join(filter(None, (pin.space_name, pin.space_bone)))
+        col = layout.column(align=True)
+        for i, line in enumerate(wrapped_lines(context, f"{', '.join(fields)}: in {where}'s space")):
+            col.label(text=line, icon="ORIENTATION_LOCAL" if i == 0 else "BLANK1")
 
 
 def wrapped_lines(context, text: str) -> list[str]:
@@ -227,6 +262,7 @@ class WELMAN_IK_PT_pins(SidebarPanel, bpy.types.Panel):
         col.operator("welman_ik.remove_pin", icon="REMOVE", text="")
         col.separator()
         col.menu(WELMAN_IK_MT_pin_as.bl_idname, icon="DOWNARROW_HLT", text="")
+        col.operator("welman_ik.pin_to", icon="CON_CHILDOF", text="")  # (its kind and target: its redo panel)
         col.separator()
         col.operator("welman_ik.unpin", icon="UNPINNED", text="")
         col.operator("welman_ik.clear_pins", icon="X", text="")
@@ -235,7 +271,7 @@ class WELMAN_IK_PT_pins(SidebarPanel, bpy.types.Panel):
         row.operator("welman_ik.unlock", icon="UNLOCKED")
         if 0 <= settings.active_pin_index < len(settings.pins):
             pin = settings.pins[settings.active_pin_index]
-            draw_pin_fields(property_split(layout), pin, context.object)
+            draw_pin_fields(property_split(layout), pin, context.object, context)
 
     def draw_offer(self, context, naming: str, count: int) -> None:
         box = self.layout.box()
@@ -359,7 +395,7 @@ class WELMAN_IK_PT_bake(SidebarPanel, bpy.types.Panel):
         layout.label(text="Contacts", icon="SNAP_ON")
         col = property_split(layout).column(align=True)
         for name, text in (("contact_height", "Height"), ("contact_speed", "Speed"), ("contact_min_frames", "Frames"),
-                           ("contact_drift", "Drift"), ("contact_knee_bend", "Knee Bend")):
+                           ("contact_drift", "Drift"), ("contact_knee_bend", "Knee Bend"), ("contact_floor", "Floor")):
             col.prop(settings, name, text=text)
         layout.operator("welman_ik.detect_contacts")
         if 0 <= settings.active_pin_index < len(settings.pins):

@@ -1,7 +1,8 @@
 """The pins list of the sidebar: each row the enable toggle, the kind as its icon, then one
-label: the bone's whole name, the pin's point along the bone and the frames it is in force on
-(greyed when the scene's frame is outside them), e.g. "foot.L heel 12–40", "hand_ik.R always".
-Filtered and sorted by the name, as Blender's own lists are."""
+label: the bone's whole name (and what it follows, "hand.R → Cup"), the pin's point along the
+bone and the frames it is in force on (greyed when the scene's frame is outside them), e.g.
+"foot.L heel 12–40", "hand_ik.R always"; a warning icon where its target is lost. Filtered and
+sorted by the name, as Blender's own lists are."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import bpy
 
 from ..bake.contacts import HEEL, TOE
 from ..bake.frames import has_frames, in_force
+from ..rig.targets import follows, lost_reason, other_bone, own_armature
 
 POINT_KINDS = frozenset({"POSITION", "POSE", "LINE", "PLANE", "REGION", "FLOOR"})  # a point at the anchor, held
 POINT_WORDS = ("head", "")  # anchor 0 and 1 of any pin (the tail, the default, goes without saying)
@@ -20,10 +22,27 @@ FOOT_WORDS = ("foot", "ankle", "heel", "toe")  # in a bone's name (any case): a 
 
 def pin_name(pin) -> str:
     """What the pins list shows of a pin: its bone, both bones of a together pin, or the
-    centre of mass of a balance pin."""
+    centre of mass of a balance pin; then what it follows, if anything: "hand.R → Cup",
+    "hand.L → Partner upper_arm.R"."""
     if pin.kind == "BALANCE":
-        return "centre of mass"
-    return f"{pin.bone} + {pin.target_bone}" if pin.kind == "TOGETHER" else pin.bone
+        name = "centre of mass"
+    elif pin.kind == "TOGETHER" and not other_bone(pin):
+        return f"{pin.bone} + {pin.target_bone}"  # (its own armature: it follows nothing outside)
+    else:
+        name = pin.bone
+    target = pin_target(pin)
+    return f"{name} → {target}" if target else name
+
+
+def pin_target(pin) -> str:
+    """What ``pin`` follows, short: the object's name, with the bone of an armature ("Partner
+    upper_arm.R"); the name it had if it is gone; '' for none."""
+    if not follows(pin) or (own_armature(pin) and pin.kind == "TOGETHER"):
+        return ""
+    target = pin.target_object
+    name = target.name if target is not None else pin.space_name
+    bone = pin.target_bone if target is not None and target.type == "ARMATURE" and not own_armature(pin) else ""
+    return " ".join(filter(None, (name, bone or pin.space_bone)))
 
 
 def pin_point(pin) -> str:
@@ -72,7 +91,10 @@ class WELMAN_IK_UL_pins(bpy.types.UIList):
             scene = getattr(context, "scene", None)
             text = body.row(align=True)
             text.active = in_force(item, None if scene is None else scene.frame_current)
-            text.label(text=f"{pin_name(item)} {pin_detail(item)}")
+            if follows(item) and lost_reason(item):  # kept, but the solves leave it out until set again
+                text.label(text=f"{pin_name(item)} {pin_detail(item)}", icon="ERROR")
+            else:
+                text.label(text=f"{pin_name(item)} {pin_detail(item)}")
         else:
             # Renamed or deleted: kept (the solver refuses it), greyed, with the reason; the
             # list's Remove button takes it out.

@@ -49,6 +49,7 @@ class WELMAN_IK_PT_retarget(SidebarPanel, bpy.types.Panel):
                 col.prop(line, "source_bone", text="Follows")
             col.prop(line, "kind")
             col.prop(line, "weight")
+        property_split(layout).prop(settings, "retarget_floor")
         layout.operator("welman_ik.retarget", icon="ARMATURE_DATA").source = name
         groups = settings.last_solve.groups
         if len(groups) and settings.last_solve.operation == "RETARGET":

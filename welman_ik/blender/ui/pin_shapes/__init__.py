@@ -17,13 +17,18 @@ on it). The armature and its pins are read once per draw (``scene``); the kinds 
 - AIM: a ray from the bone's head along the aimed axis, as long as the way to the target, and
   the target; when missed, a faint line from the head to the target.
 - REGION: the sphere as three great circles, the bone's point.
-- TOGETHER: a tether between the two bones' points.
+- TOGETHER: a tether between the two bones' points (the other may be another armature's).
 - BALANCE: the centre of mass, a plumb line down to the support's level, and the support
   polygon's outline through the planted pins (or the target point).
+
+A pin that follows a target (``following``) is drawn where the target has its goal now, and,
+in force, with thin lines ("THIN") from the bone's point to the goal and, faint, from the goal
+to the target's origin; a pin whose target is lost draws nothing.
 """
 
 from __future__ import annotations
 
+from .following import tether
 from .kinds import AIM_AXES, measure_and_shape
 from .parts import (
     AXIS_FREE,
@@ -46,6 +51,8 @@ from .parts import (
     PLANE_TRIS,
     SHAPE_HELD,
     SHAPE_VIOLATED,
+    TETHER,
+    TETHER_TARGET,
     TRIAD,
     TRIAD_MIN,
     UNIT_CIRCLES,
@@ -58,40 +65,45 @@ from .scene import MIN_THRESHOLD, PinScene, pins_in_force
 __all__ = [
     "AIM_AXES", "AXIS_FREE", "AXIS_HELD", "CIRCLE_SEGMENTS", "FAINT_VIOLATED", "FILL_HELD", "FILL_VIOLATED", "IDLE",
     "IDLE_ALPHA", "LINE_BONES", "LINE_HALF", "LOCKED", "MIN_THRESHOLD", "PIN_HELD", "PIN_IDLE", "PIN_VIOLATED",
-    "PLANE_CELLS", "PLANE_HALF", "PLANE_LINES", "PLANE_TRIS", "SHAPE_HELD", "SHAPE_VIOLATED", "TRIAD", "TRIAD_MIN",
-    "UNIT_CIRCLES", "Cache", "IdleShapes", "PinScene", "Shapes", "idle_colour", "overlay_geometry", "pin_geometry",
-    "pin_held", "pin_shape", "pins_in_force",
+    "PLANE_CELLS", "PLANE_HALF", "PLANE_LINES", "PLANE_TRIS", "SHAPE_HELD", "SHAPE_VIOLATED", "TETHER", "TETHER_TARGET",
+    "TRIAD", "TRIAD_MIN", "UNIT_CIRCLES", "Cache", "IdleShapes", "PinScene", "Shapes", "idle_colour",
+    "overlay_geometry", "pin_geometry", "pin_held", "pin_shape", "pins_in_force",
 ]
 
 
-def _drawable(obj, pin) -> bool:
-    if not pin.enabled:
+def _drawable(obj, pin, scene: PinScene, index: int) -> bool:
+    if not pin.enabled or index in scene.followers.lost:
         return False
     if pin.kind == "BALANCE":
         return True
     if pin.bone not in obj.pose.bones:
         return False
-    return pin.kind != "TOGETHER" or pin.target_bone in obj.pose.bones
+    return pin.kind != "TOGETHER" or index in scene.followers.met or pin.target_bone in obj.pose.bones
 
 
 def pin_shape(obj, pin, scene: PinScene | None = None, shapes: Shapes | None = None,
               index: int | None = None) -> tuple[bool, float]:
     """Add the shape of pin ``pin`` (``obj.welman_ik.pins[index]``) of armature ``obj`` to
     ``shapes``; (held, miss [m]) as measured on the evaluated pose. A pin that cannot be
-    drawn (disabled, its bone gone, a balance on a rig without mass) adds nothing and counts
-    as held; a pin out of force on the scene's frame is drawn dim, without its misses, and
-    counts as held (it holds nothing there), its miss measured all the same."""
+    drawn (disabled, its bone gone, its target lost, a balance on a rig without mass) adds
+    nothing and counts as held; a pin out of force on the scene's frame is drawn dim, without
+    its misses (and its tether), and counts as held (it holds nothing there), its miss
+    measured all the same."""
     scene = scene or PinScene(obj)
     shapes = shapes if shapes is not None else Shapes()
-    if not _drawable(obj, pin):
+    if not pin.enabled:
         return True, 0.0
     if index is None:
         index = int(pin.path_from_id().rpartition("[")[2].rstrip("]"))
+    if not _drawable(obj, pin, scene, index):
+        return True, 0.0
     idle = not scene.in_force[index]
     try:
         miss = measure_and_shape(scene, pin, index, IdleShapes(shapes) if idle else shapes)
     except ValueError:  # a balance on a rig without mass: nothing to draw
         return True, 0.0
+    if not idle:
+        tether(scene, pin, index, shapes)
     return idle or miss <= scene.threshold, miss
 
 

@@ -141,8 +141,8 @@ def measure_and_shape(scene: PinScene, pin, i: int, shapes: Shapes) -> float:
         if miss > threshold:
             shapes.miss("LINES", PIN_VIOLATED, [point, location + radius * offset / distance])
         return miss
-    if kind == "TOGETHER":
-        other = scene.point(pin.target_bone, scene.target_anchors[i])
+    if kind == "TOGETHER":  # (another armature's bone: its point, where ``following`` put it)
+        other = location if i in scene.followers.met else scene.point(pin.target_bone, scene.target_anchors[i])
         miss = norm(point - other)
         status = pin_colour(miss, threshold)
         shapes.add("LINES", status, [point, other])

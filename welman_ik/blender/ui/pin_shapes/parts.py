@@ -18,6 +18,8 @@ SHAPE_VIOLATED = (1.0, 0.15, 0.1, 0.75)
 FILL_HELD = (0.2, 0.9, 0.3, 0.12)  # a plane's or support polygon's fill
 FILL_VIOLATED = (1.0, 0.15, 0.1, 0.12)
 FAINT_VIOLATED = (1.0, 0.15, 0.1, 0.4)
+TETHER = (0.45, 0.75, 1.0, 0.8)  # a following pin's thin line from the bone's point to its moving goal ...
+TETHER_TARGET = (0.45, 0.75, 1.0, 0.3)  # ... and, faint, from the goal to what it follows
 AXIS_HELD = ((1.0, 0.2, 0.25, 1.0), (0.35, 1.0, 0.2, 1.0), (0.2, 0.45, 1.0, 1.0))  # X, Y, Z held
 AXIS_FREE = ((1.0, 0.2, 0.25, 0.22), (0.35, 1.0, 0.2, 0.22), (0.2, 0.45, 1.0, 0.22))  # X, Y, Z left free
 LOCKED = (0.6, 0.6, 0.6, 1.0)  # a locked bone's head
@@ -92,7 +94,7 @@ def norm(v) -> float:
 
 class Shapes:
     """World-space points by (primitive, colour): "POINTS" single points, "LINES" pairs,
-    "TRIS" triples."""
+    "THIN" pairs drawn as thin lines, "TRIS" triples."""
 
     def __init__(self):
         self.parts: dict = {}

@@ -1,6 +1,8 @@
 """What the pins of one armature share in one draw (``PinScene``), read in bulk once: the
-pose bones' evaluated frames and tails, the pins' properties, which pins are in force on the
-scene's frame, the support and the centre of mass, and the signature the drawing is kept by.
+pose bones' evaluated frames and tails, the pins' properties (in the world: a pin that follows
+a target has its rows put where the target has them now, ``following``), which pins are in
+force on the scene's frame, the support and the centre of mass, and the signature the drawing
+is kept by.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ import numpy as np
 
 from ...pins.goals import SUPPORT_KINDS, massive_bones
 from ...rig import selection
+from .following import place_followers
 
 MIN_THRESHOLD = 1e-4  # [m] the least miss drawn as one (as for position pins)
 
@@ -35,7 +38,8 @@ def pins_in_force(pins, frame: int | None) -> np.ndarray:
 class PinScene:
     """What the pins of one armature share in one draw: its world matrix, the miss threshold,
     every pose bone's evaluated frame and tail (read in bulk once), which pins are in force on
-    ``frame`` (the context scene's current frame unless given), the centre of mass (once)."""
+    ``frame`` (the context scene's current frame unless given), the pins that follow a target
+    (``followers``), the centre of mass (once)."""
 
     def __init__(self, obj, frame: int | None = None):
         self.obj = obj
@@ -63,6 +67,7 @@ class PinScene:
         pins.foreach_get("axes", self.held_axes)
         self.held_axes = self.held_axes.reshape(k, 3)
         self.in_force = pins_in_force(pins, current_frame() if frame is None else frame)
+        self.followers = place_followers(self)
         self._raw += [self.locations, self.directions, self.rotations, self.anchors, self.target_anchors, self.radii,
                       self.held_axes]
 
@@ -88,7 +93,7 @@ class PinScene:
             masses = masses.tobytes()
         return (self.obj.as_pointer(), self.threshold, tuple(self.names), tuple(self.locked), masses,
                 tuple((p.bone, p.target_bone) for p in pins),
-                b"".join(a.tobytes() for a in [*self._raw, *flags, self.in_force]))
+                b"".join(a.tobytes() for a in [*self._raw, *flags, self.in_force]) + self.followers.signature())
 
     def frames(self) -> tuple:
         """(heads, tails, unit axes (n, 3, 3), lengths) of every pose bone, world."""
@@ -116,7 +121,8 @@ class PinScene:
         """(k, 3) the locations of the enabled position and pose pins in force on the frame: the
         support polygon's corners."""
         if self._support is None:
-            rows = [i for i, p in enumerate(self.pins) if p.enabled and p.kind in SUPPORT_KINDS and self.in_force[i]]
+            rows = [i for i, p in enumerate(self.pins) if p.enabled and p.kind in SUPPORT_KINDS and self.in_force[i]
+                    and i not in self.followers.lost]
             self._support = self.locations[rows].reshape(-1, 3)
         return self._support
 
