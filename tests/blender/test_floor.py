@@ -14,16 +14,13 @@ FEET = [(bone, anchor) for bone in ("foot.L", "foot.R", "toe.L", "toe.R") for an
 
 
 def floor_pins(obj) -> None:
-    """Floor pins on the tails of the feet and toes by the operator (the world's floor, z = 0),
-    and on their heads as a script adds them (the operator keeps one pin of a kind a bone)."""
+    """Floor pins by the operator on the feet and toes (the world's floor, z = 0): one on each
+    end of each bone (the operator pins both ends of a floor unless an anchor is given)."""
     scenes.select(obj, sorted({bone for bone, _ in FEET}))
     with scenes.quiet():
         assert bpy.ops.welman_ik.pin(kind="FLOOR") == {"FINISHED"}
     scenes.select(obj, [])
-    for bone, anchor in FEET:
-        if anchor == 0.0:
-            p = obj.welman_ik.pins.add()
-            p.bone, p.kind, p.anchor, p.location, p.direction = bone, "FLOOR", 0.0, (0.0, 0.0, 0.0), (0.0, 0.0, 1.0)
+    assert sorted((p.bone, p.anchor) for p in obj.welman_ik.pins) == sorted(FEET)
 
 
 def lowest(obj) -> float:
@@ -92,3 +89,14 @@ def test_a_bake_keeps_the_feet_on_the_floor_through_every_frame(bare_human):
     assert min(worst) >= -1e-4, worst
     obj.animation_data.action = original
     assert _keys(obj) == original_keys  # the original action keeps its sinking, key for key
+
+
+def test_a_floor_pin_at_one_anchor_keeps_the_other_ends(bare_human):
+    """A floor pinned at one anchor adds that point's pin beside the other end's; pinned again
+    at the same anchor it replaces it."""
+    obj = bare_human
+    scenes.select(obj, ["foot.L"])
+    with scenes.quiet():
+        for anchor in (0.0, 1.0, 1.0):
+            assert bpy.ops.welman_ik.pin(kind="FLOOR", anchor=anchor) == {"FINISHED"}
+    assert sorted(p.anchor for p in obj.welman_ik.pins) == [0.0, 1.0]

@@ -486,7 +486,7 @@ def test_a_pin_weight_that_is_not_a_number_is_refused(bare_human):
 KIND_PINS = {  # kind -> (bone, pin options): one pin of the kind besides the feet
     "POSITION": ("hand.L", {}), "ORIENTATION": ("hand.L", {}), "POSE": ("hand.L", {}), "LINE": ("hand.L", {}),
     "PLANE": ("forearm.L", {}), "AIM": ("spine.006", {}), "REGION": ("spine.006", {"radius": 0.25}),
-    "BALANCE": ("spine", {}), "FLOOR": ("hand.L", {}),
+    "BALANCE": ("spine", {}), "FLOOR": ("hand.L", {"anchor": 1.0}),
 }
 # The right hand 50 cm forward and 35 cm down: the body bends over the feet, carrying the left
 # arm, the head and the centre of mass along. Measured without the kind's pin (its error,

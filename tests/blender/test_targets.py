@@ -271,7 +271,9 @@ def test_a_floor_on_a_slope_follows_its_object(bare_human):
     slope.rotation_euler = (math.radians(10.0), 0.0, 0.0)
     bpy.context.view_layer.update()
     for toe in ("toe.L", "toe.R"):
-        _pin(obj, toe, "FLOOR").target_object = slope
+        _pin(obj, toe, "FLOOR")  # (its head and tail)
+    for pin in obj.welman_ik.pins:
+        pin.target_object = slope
     pin = obj.welman_ik.pins[0]
     assert np.allclose(pin.location, (0.0, 0.0, 0.0)) and np.allclose(pin.direction, (0.0, 0.0, 1.0))
     normal = np.array(slope.matrix_world.to_3x3() @ Vector((0.0, 0.0, 1.0)))

@@ -92,21 +92,24 @@ to the active one)"""
             self.report({"ERROR"}, f"Armature '{obj.name}' has a degenerate transform (zero scale?); "
                         "nothing was pinned")
             return {"CANCELLED"}
+        # A floor holds both ends of each bone (a foot's heel and toe) unless one point is asked for.
+        both = self.kind == "FLOOR" and not self.properties.is_property_set("anchor")
         try:
-            records = self._records(context, obj, bones)
+            records = [(bone, fields, anchor) for anchor in ((0.0, 1.0) if both else (self.anchor,))
+                       for bone, fields in self._records(context, obj, bones, anchor)]
         except RigError as error:
             self.report({"ERROR"}, f"{error}; nothing was pinned")
             return {"CANCELLED"}
         pins = obj.welman_ik.pins
-        for bone, fields in records:
-            add_pin(pins, bone, self.kind, fields, self.anchor, self.weight)
+        for bone, fields, anchor in records:
+            add_pin(pins, bone, self.kind, fields, anchor, self.weight)
         obj.welman_ik.active_pin_index = len(pins) - 1
         what = "the centre of mass" if self.kind == "BALANCE" else f"{len(records)} bone(s)"
         self.report({"INFO"}, f"Pinned {what} ({self.kind.lower()})")
         return {"FINISHED"}
 
-    def _records(self, context, obj, bones) -> list[tuple[str, dict]]:
-        return pin_records(context, obj, self.kind, bones, self.anchor, axes=tuple(self.axes),
+    def _records(self, context, obj, bones, anchor: float) -> list[tuple[str, dict]]:
+        return pin_records(context, obj, self.kind, bones, anchor, axes=tuple(self.axes),
                            plane_normal=self.plane_normal, aim_axis=self.aim_axis, radius=self.radius,
                            use_support=self.use_support)
 

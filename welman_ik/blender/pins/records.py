@@ -94,9 +94,11 @@ def fields_of(pin) -> dict:
 
 
 def add_pin(pins, bone: str, kind: str, fields: dict, anchor: float = 1.0, weight: float = 1.0):
-    """Add or replace ``bone``'s pin of ``kind`` with ``fields`` (world fields: a replaced pin
-    no longer follows its target; or every field as ``fields_of`` read them); returns it."""
-    pin = next((p for p in pins if p.bone == bone and p.kind == kind), None)
+    """Add or replace ``bone``'s pin of ``kind`` (a floor: at ``anchor``, so that a foot's heel
+    and toe have one each) with ``fields`` (world fields: a replaced pin no longer follows its
+    target; or every field as ``fields_of`` read them); returns it."""
+    pin = next((p for p in pins if p.bone == bone and p.kind == kind
+                and (kind != "FLOOR" or math.isclose(p.anchor, anchor, abs_tol=1e-6))), None)
     if pin is None:
         pin = pins.add()
         pin.bone, pin.kind = bone, kind
