@@ -130,3 +130,27 @@ def test_ease_is_one_at_the_plant_and_none_past_the_falloff():
     assert weights[0] == 1.0 and weights[11] == 0.0 and weights[12] == 0.0
     assert np.all(np.diff(weights[:12]) < 0)
     assert np.abs(np.diff(weights)).max() < 0.25  # no step takes more than a quarter of it
+
+
+def test_the_floor_is_where_the_lowest_planted_point_typically_stands():
+    """An ankle planted 8 cm up and a toe planted at 2 cm, dipping to 1 cm on a few frames and
+    swinging high between plants: the floor is the toe's typical planted height, not the
+    ankle's, nor its dip nor its swing; without plants, no floor."""
+    ankle, toe = np.full(60, 0.08), np.full(60, 0.02)
+    toe[12:15] = 0.01
+    toe[30:40] = 0.3
+    plants = [[contacts.Plant(0, 29, np.zeros(3))], [contacts.Plant(0, 29, np.zeros(3)), contacts.Plant(40, 59,
+                                                                                                        np.zeros(3))]]
+    assert contacts.floor_height([ankle, toe], plants) == pytest.approx(0.02)
+    assert contacts.floor_height([ankle, toe], [[], []]) is None
+
+
+def test_plants_below_the_floor_are_raised_and_a_toe_turned_about_its_heel():
+    (up,) = contacts.raised([contacts.Plant(0, 9, np.array([0.3, 0.1, -0.01]))], 0.0)
+    np.testing.assert_array_equal(up.point, [0.3, 0.1, 0.0])
+    heel = [contacts.Plant(0, 30, np.array([0.0, 0.0, 0.08]))]
+    toe = [contacts.Plant(10, 30, np.array([0.15, 0.0, -0.02]))]  # below the floor at z = 0
+    (held,) = contacts.paired(heel, toe, 0.17, floor=0.0)
+    assert held.point[2] == pytest.approx(0.0)
+    assert np.linalg.norm(held.point - heel[0].point) == pytest.approx(0.17)  # the bone keeps its length
+    assert held.point[1] == pytest.approx(0.0) and held.point[0] > 0.0  # the same way across

@@ -55,6 +55,7 @@ from mathutils import Vector
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import blender_common as common
+import world_side
 from blender_common import write_json
 
 STARTED = time.time()
@@ -91,7 +92,8 @@ def parse_args():
     p = argparse.ArgumentParser(prog="blender_side.py")
     p.add_argument("--root", required=True, help="repository root (put on sys.path)")
     p.add_argument("--workdir", required=True, help="folder for the JSON files shared with the driver")
-    p.add_argument("--mode", default="dry-run", choices=("dry-run", "confirm", "cancel", "undo", "motion", "pin-key", "panel", "first"))
+    p.add_argument("--mode", default="dry-run", choices=("dry-run", "confirm", "cancel", "undo", "motion", "pin-key", "panel", "first",
+                                                     "world"))
     p.add_argument("--bone", default="hand.R")
     p.add_argument("--anchor", type=float, default=0.5,
                    help="point along the bone put under the mouse (0 head, 1 tail; the modal drag's default is 0.5)")
@@ -159,6 +161,7 @@ class State:
 
 
 S = State()
+world_side.bind(S)
 
 
 # --------------------------------------------------------------------------- probes
@@ -477,6 +480,8 @@ def step_setup():
         for pb in obj.pose.bones:
             pb.bone.select = pb.name == ARGS.bone
         obj.data.bones.active = obj.data.bones[ARGS.bone]
+        if ARGS.mode == "world":  # the Cup at the right hand
+            world_side.setup(obj)
     if ARGS.solver:
         obj.welman_ik.solver = ARGS.solver
     S.obj = obj
@@ -1003,7 +1008,7 @@ def op_frame(obj, request) -> dict:
 
 
 FIRST_OPS = {"drag_button": op_drag_button, "reach": op_reach, "keys": op_keys, "last_solve": op_last_solve,
-             "idle_pins": op_idle_pins, "frame": op_frame}
+             "idle_pins": op_idle_pins, "frame": op_frame, **world_side.OPS}
 
 
 def serve():

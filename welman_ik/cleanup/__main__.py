@@ -1,6 +1,6 @@
 """``python -m welman_ik.cleanup INPUT... --out DIR [--workers N] [--scheduler ADDRESS]
-[--feet NAME,NAME] [--onto RIG.blend[:OBJECT] [--format blend|fbx]]``: exit status 0 when
-every clip was cleaned (or retargeted), 2 otherwise."""
+[--feet NAME,NAME] [--no-floor] [--onto RIG.blend[:OBJECT] [--format blend|fbx]]``: exit
+status 0 when every clip was cleaned (or retargeted), 2 otherwise."""
 
 from __future__ import annotations
 
@@ -17,8 +17,9 @@ FAILED = 2
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="python -m welman_ik.cleanup",
-        description="Clean up mocap clips: find the feet, detect their contacts, bake them so the planted "
-                    "feet stop sliding, and export each clip in its own format under its own name.",
+        description="Clean up mocap clips: find the feet, detect their contacts and the floor they stand on, "
+                    "bake them so the planted feet stop sliding and no foot goes below the floor, and export "
+                    "each clip in its own format under its own name.",
         epilog="Writes DIR/report.json (one entry per clip). Exit status 0 when every clip was cleaned, "
                "2 when some failed.")
     p.add_argument("inputs", nargs="+", metavar="INPUT", help="BVH or FBX files, or folders of them")
@@ -33,6 +34,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--blender", metavar="PATH",
                    help=f"a Blender executable to run each clip with (default: this Python's bpy; also {ENVIRONMENT})")
     p.add_argument("--timeout", type=float, metavar="S", help="seconds one clip may take before it is stopped")
+    p.add_argument("--no-floor", dest="floor", action="store_false",
+                   help="do not keep the feet on or above each clip's floor (found from its contacts); the "
+                        "plants are held all the same")
     p.add_argument("--onto", metavar="RIG.blend[:OBJECT]",
                    help="retarget each clip onto a copy of this rig (its only armature, or OBJECT) instead of "
                         "cleaning it in place: DIR/<clip>.blend, with the per-group misses in the report")
@@ -62,7 +66,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         entries = run(args.inputs, args.out, workers=args.workers, scheduler=args.scheduler, feet=feet,
                       scale=args.scale, blender=args.blender, timeout=args.timeout, progress=not args.quiet,
-                      onto=onto)
+                      onto=onto, floor=args.floor)
     except (NoBlender, RuntimeError, OSError) as error:
         print(f"welman_ik.cleanup: {error}", file=sys.stderr)
         return FAILED

@@ -1,6 +1,7 @@
 """One clip cleaned inside a process that has ``bpy``: import, find the feet, detect their
-contacts, bake, export, then import the written file again in a fresh scene and measure it
-there, on the evaluated pose: the report's figures are the file's.
+contacts (and, unless ``--no-floor``, the clip's floor, with floor pins on the feet), bake,
+export, then import the written file again in a fresh scene and measure it there, on the
+evaluated pose: the report's figures are the file's.
 
 A BVH clip is written by ``bvh.write`` in the source's own hierarchy, channels and axes
 (Blender's BVH exporter writes its Z-up frame and six channels a joint); an FBX clip by
@@ -78,9 +79,16 @@ def select_only(obj, names) -> None:
 
 
 def plants(obj) -> list[tuple[str, float, int, int, np.ndarray]]:
-    """(bone, anchor, first frame, last frame, held place) of each pin ``detect_contacts`` made."""
+    """(bone, anchor, first frame, last frame, held place) of each plant ``detect_contacts`` made."""
     return [(p.bone, float(p.anchor), p.frame_start, p.frame_end, np.array(p.location, dtype=float))
-            for p in obj.welman_ik.pins]
+            for p in obj.welman_ik.pins if p.kind == "POSITION"]
+
+
+def floor(obj) -> tuple[list[tuple[str, float]], float] | None:
+    """The feet's points ``detect_contacts`` pinned on the clip's floor, as (bone, anchor), and
+    the floor's height [m]; None without floor pins."""
+    pins = [p for p in obj.welman_ik.pins if p.kind == "FLOOR"]
+    return ([(p.bone, float(p.anchor)) for p in pins], float(pins[0].location[2])) if pins else None
 
 
 # -- exporting -------------------------------------------------------------------------
@@ -122,13 +130,15 @@ def export(obj, source: Path, output: Path, scale: float, frames: range) -> None
 # -- one clip --------------------------------------------------------------------------
 
 
-def clean(source: Path, output: Path, feet: Sequence[str] | None = None, scale: float | None = None) -> dict:
+def clean(source: Path, output: Path, feet: Sequence[str] | None = None, scale: float | None = None,
+          keep_floor: bool = True) -> dict:
     """Clean ``source`` into ``output`` (a BVH or FBX file); returns its report entry. A clip
-    that cannot be cleaned gets its reason as ``status`` and no output file."""
-    return run_clip(source.name, output, lambda: _clean(source, output, feet, scale))
+    that cannot be cleaned gets its reason as ``status`` and no output file. ``keep_floor``:
+    the feet are kept on or above the clip's floor (found from their contacts) too."""
+    return run_clip(source.name, output, lambda: _clean(source, output, feet, scale, keep_floor))
 
 
-def _clean(source: Path, output: Path, feet: Sequence[str] | None, scale: float | None) -> dict:
+def _clean(source: Path, output: Path, feet: Sequence[str] | None, scale: float | None, keep_floor: bool) -> dict:
     suffix = source.suffix.lower()
     if suffix not in FORMATS:
         raise ClipError(f"not a BVH or FBX file ({source.suffix or 'no suffix'})")
@@ -148,14 +158,15 @@ def _clean(source: Path, output: Path, feet: Sequence[str] | None, scale: float 
     scene.frame_set(frames[0])
     select_only(obj, feet)
     with quiet():
-        detected = bpy.ops.welman_ik.detect_contacts()
+        detected = bpy.ops.welman_ik.detect_contacts(floor=keep_floor)
     if detected != {"FINISHED"}:
         raise ClipError("contact detection did not finish")
-    found = plants(obj)
+    found, floors = plants(obj), floor(obj)
     out = {"frames": len(frames), "contacts": len(found), "feet": feet, "naming": naming, "scale": scale,
-           "slide_before_mm": 0.0, "slide_after_mm": 0.0, "max_pin_error_mm": 0.0}
-    before, _, source_sizes = plant_figures(obj, found, frames)
-    baked = [], [], source_sizes
+           "slide_before_mm": 0.0, "slide_after_mm": 0.0, "max_pin_error_mm": 0.0, "floor_m": None,
+           "below_floor_before_mm": None, "below_floor_after_mm": None}
+    before, _, source_sizes, below_before = plant_figures(obj, found, frames, floors)
+    baked = [], [], source_sizes, below_before
     if found:
         select_only(obj, feet)
         with quiet():
@@ -165,20 +176,26 @@ def _clean(source: Path, output: Path, feet: Sequence[str] | None, scale: float 
             raise ClipError(f"the bake did not finish{': ' + last_solve.message if last_solve.message else ''}")
         if last_solve.message:
             out["message"] = last_solve.message
-        baked = plant_figures(obj, found, frames)
+        baked = plant_figures(obj, found, frames, floors)
     clip = Clip(frames, fps(scene), sorted(obj.data.bones.keys()), baked[2])
     export(obj, source, output, scale, frames)
     # The figures are the file's: read it back in a fresh scene, as a user would.
-    written, stands = read_back(output, scale, found, clip)
+    written, stands = read_back(output, scale, found, clip, floors)
     # How far the clean-up changed the skeleton's size per axis on any frame (plants held
-    # at their average place move a foot by up to its slide).
+    # at their average place move a foot by up to its slide; the floor lifts a foot that dipped).
     out["extent_change_mm"] = round(float(np.abs(stands - source_sizes).max(initial=0.0)) * MM, 3)
+    if floors is not None:
+        out.update(floor_m=round(floors[1], 6), below_floor_before_mm=round(below_before * MM, 4),
+                   below_floor_after_mm=round(written[2] * MM, 4))
     if found:
-        differs = max(abs(a - b) for a, b in zip([*baked[0], *baked[1]], [*written[0], *written[1]], strict=True))
+        pairs = list(zip([*baked[0], *baked[1]], [*written[0], *written[1]], strict=True))
+        if floors is not None:
+            pairs.append((baked[3], written[2]))
+        differs = max(abs(a - b) for a, b in pairs)
         if differs > FILE_AGREES:
-            raise ClipError(f"the written file does not hold what the bake did: read back, a plant's figure differs "
+            raise ClipError(f"the written file does not hold what the bake did: read back, a figure differs "
                             f"by {differs * MM:.3f} mm from the bake's (more than {FILE_AGREES * MM:.1f} mm)")
-        after, misses = written
+        after, misses, _ = written
         out.update(slide_before_mm=round(max(before) * MM, 4), slide_after_mm=round(max(after) * MM, 4),
                    max_pin_error_mm=round(max(misses) * MM, 4))
         out["plants"] = [{"bone": bone, "point": "heel" if anchor == 0.0 else "toe" if anchor == 1.0 else anchor,
@@ -205,10 +222,11 @@ def fps(scene) -> float:
     return scene.render.fps / scene.render.fps_base
 
 
-def read_back(path: Path, scale: float, found: list, source: Clip) -> tuple[tuple[list, list], np.ndarray]:
+def read_back(path: Path, scale: float, found: list, source: Clip,
+              floors: tuple | None = None) -> tuple[tuple[list, list, float | None], np.ndarray]:
     """The written file imported again in a fresh scene with the importer's settings of the
-    source: its plants' drifts and distances from their places (``plant_figures``) and its
-    size along each axis on each frame [m]. A file that does not keep the baked clip's
+    source: its plants' drifts and distances from their places and how far its feet go below
+    the ``floors`` (``plant_figures``), and its size along each axis on each frame [m]. A file that does not keep the baked clip's
     frames, frame rate or joints, or does not stand as it stood, is a ClipError."""
     fresh_scene()
     obj, _ = import_bvh(path, scale) if path.suffix.lower() == ".bvh" else import_fbx(path)
@@ -223,10 +241,10 @@ def read_back(path: Path, scale: float, found: list, source: Clip) -> tuple[tupl
         lost, gained = sorted(set(source.bones) - set(bones)), sorted(set(bones) - set(source.bones))
         raise ClipError(f"the written file's joints differ from the source's (lost: {', '.join(lost) or 'none'}; "
                         f"new: {', '.join(gained) or 'none'})")
-    drifts, misses, stands = plant_figures(obj, found, frames)
+    drifts, misses, stands, below = plant_figures(obj, found, frames, floors)
     stray = np.abs(stands - source.extents)
     frame, axis = np.unravel_index(int(np.argmax(stray)), stray.shape)
     if stray[frame, axis] > STANDS:
         raise ClipError(f"the written file does not stand as the cleaned clip stood: on frame {frames[frame]} its "
                         f"size along {'XYZ'[axis]} differs by {stray[frame, axis] * MM:.1f} mm")
-    return (drifts, misses), stands
+    return (drifts, misses, below), stands

@@ -80,10 +80,11 @@ class Onto:
 
 def clean_clip(name: str, data: bytes, feet: list[str] | None = None, scale: float | None = None,
                blender: str | None = None, timeout: float | None = None,
-               onto: Onto | None = None) -> tuple[dict, bytes | None]:
+               onto: Onto | None = None, floor: bool = True) -> tuple[dict, bytes | None]:
     """Clean the clip ``name`` whose content is ``data`` in a new process (``onto``: retarget it
-    onto that rig instead); returns its report entry and the written file's bytes (None when
-    it failed). Never raises for the clip's own faults: they are the entry's ``status``."""
+    onto that rig instead; ``floor`` off: the feet are not kept above the clip's floor);
+    returns its report entry and the written file's bytes (None when it failed). Never raises
+    for the clip's own faults: they are the entry's ``status``."""
     with tempfile.TemporaryDirectory(prefix="welman_ik_cleanup_") as folder:
         folder = Path(folder)
         (folder / "in").mkdir()
@@ -101,6 +102,8 @@ def clean_clip(name: str, data: bytes, feet: list[str] | None = None, scale: flo
             command += ["--feet", ",".join(feet)]
         if scale:
             command += ["--scale", repr(float(scale))]
+        if not floor:
+            command.append("--no-floor")
         environment = dict(os.environ)
         environment["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PACKAGE_ROOT),
                                                                  environment.get("PYTHONPATH")]))

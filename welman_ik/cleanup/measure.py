@@ -1,6 +1,7 @@
 """A clip measured on the pose Blender evaluates, one evaluation per frame: points' world
-paths, the skeleton's size along each axis, and each plant's drift and distance from its
-held place (the clean-up's figures, for the clip in memory and for the file read back)."""
+paths, the skeleton's size along each axis, each plant's drift and distance from its held
+place, and how far the feet go below the clip's floor (the clean-up's figures, for the clip
+in memory and for the file read back)."""
 
 from __future__ import annotations
 
@@ -47,11 +48,15 @@ def extent(path: np.ndarray) -> float:
     return float(np.linalg.norm(path[:, None, :] - path[None, :, :], axis=-1).max()) if len(path) else 0.0
 
 
-def plant_figures(obj, found: list, frames: range) -> tuple[list[float], list[float], np.ndarray]:
+def plant_figures(obj, found: list, frames: range, floor: tuple[list, float] | None = None
+                  ) -> tuple[list[float], list[float], np.ndarray, float | None]:
     """Each plant's drift [m] over its frames, its point's largest distance [m] from its held
-    place there, and the skeleton's size on each frame (``walk``), on the evaluated pose of
-    the assigned action."""
-    points = list(dict.fromkeys((bone, anchor) for bone, anchor, *_ in found))
+    place there, the skeleton's size on each frame (``walk``) and, with a ``floor`` (points
+    as (bone, anchor), the floor's height), how far [m] the lowest of those points goes below
+    it on any frame (0 when none does; None without a floor), on the evaluated pose of the
+    assigned action."""
+    feet = list(floor[0]) if floor is not None else []
+    points = list(dict.fromkeys([*((bone, anchor) for bone, anchor, *_ in found), *feet]))
     paths, sizes = walk(obj, points, frames)
     column = {point: k for k, point in enumerate(points)}
     drifts, misses = [], []
@@ -59,4 +64,8 @@ def plant_figures(obj, found: list, frames: range) -> tuple[list[float], list[fl
         path = paths[first - frames[0]:last - frames[0] + 1, column[bone, anchor]]
         drifts.append(extent(path))
         misses.append(float(np.linalg.norm(path - place, axis=1).max(initial=0.0)))
-    return drifts, misses, sizes
+    below = None
+    if floor is not None:
+        lowest = paths[:, [column[point] for point in feet], 2].min(initial=np.inf)
+        below = max(0.0, floor[1] - float(lowest))
+    return drifts, misses, sizes, below

@@ -81,7 +81,7 @@ def parse_onto(value: str, format: str = "blend") -> Onto:
 def run(inputs: Sequence[str | os.PathLike], out: str | os.PathLike, workers: int | None = None,
         scheduler: str | None = None, feet: Sequence[str] | None = None, scale: float | None = None,
         blender: str | None = None, timeout: float | None = None, progress: bool = True,
-        onto: Onto | None = None) -> list[dict]:
+        onto: Onto | None = None, floor: bool = True) -> list[dict]:
     """Clean every clip of ``inputs`` into the folder ``out``; returns the report's entries
     (also written to ``out/report.json``), in the order of the inputs.
 
@@ -90,7 +90,8 @@ def run(inputs: Sequence[str | os.PathLike], out: str | os.PathLike, workers: in
     instead. ``feet``: the two foot bones' names, else found by their naming; ``scale``:
     metres per BVH unit, else guessed; ``blender``: a Blender executable to run the jobs
     (else this Python's bpy); ``timeout``: seconds a clip may take; ``onto``: retarget each
-    clip onto that rig instead (``parse_onto``), written as ``<clip>.blend`` or ``.fbx``.
+    clip onto that rig instead (``parse_onto``), written as ``<clip>.blend`` or ``.fbx``;
+    ``floor`` off: the clean-up does not keep the feet on or above each clip's floor.
     """
     started = time.perf_counter()
     out = Path(out)
@@ -133,12 +134,12 @@ def run(inputs: Sequence[str | os.PathLike], out: str | os.PathLike, workers: in
     if pending:
         if scheduler:
             how = f"Dask scheduler {scheduler}"
-            _on_dask(scheduler, pending, finished, feet, scale, blender, timeout, onto)
+            _on_dask(scheduler, pending, finished, feet, scale, blender, timeout, onto, floor)
         else:
             count = max(1, workers or os.cpu_count() or 1)
             how = f"{count} local worker{'s' if count > 1 else ''}"
             launcher(blender)  # no bpy and no Blender: say so once, before any clip
-            _local(count, pending, finished, feet, scale, blender, timeout, onto)
+            _local(count, pending, finished, feet, scale, blender, timeout, onto, floor)
     else:
         how = "no clip to run" if clips else "no BVH or FBX file in the inputs"
     if bar is not None:
@@ -156,10 +157,10 @@ def run(inputs: Sequence[str | os.PathLike], out: str | os.PathLike, workers: in
 Finished = Callable[[int, dict, "bytes | None"], None]
 
 
-def _local(count: int, pending, finished: Finished, feet, scale, blender, timeout, onto=None) -> None:
+def _local(count: int, pending, finished: Finished, feet, scale, blender, timeout, onto=None, floor=True) -> None:
     """Each clip in its own process, ``count`` at once (threads wait on the processes)."""
     with ThreadPoolExecutor(max_workers=count, thread_name_prefix="welman-ik-clip") as pool:
-        futures = {pool.submit(clean_clip, clip.name, data, feet, scale, blender, timeout, onto): (i, clip)
+        futures = {pool.submit(clean_clip, clip.name, data, feet, scale, blender, timeout, onto, floor): (i, clip)
                    for i, clip, data in pending}
         for future in as_completed(futures):
             i, clip = futures[future]
@@ -170,7 +171,8 @@ def _local(count: int, pending, finished: Finished, feet, scale, blender, timeou
             finished(i, result, data)
 
 
-def _on_dask(address: str, pending, finished: Finished, feet, scale, blender, timeout, onto=None) -> None:
+def _on_dask(address: str, pending, finished: Finished, feet, scale, blender, timeout, onto=None,
+             floor=True) -> None:
     """Each clip one task on the Dask cluster at ``address``; its bytes go with the task and
     the cleaned file's come back, so the workers need no shared folder."""
     try:
@@ -179,7 +181,7 @@ def _on_dask(address: str, pending, finished: Finished, feet, scale, blender, ti
     except ImportError as error:
         raise RuntimeError("--scheduler needs Dask distributed: pip install 'dask[distributed]'") from error
     with Client(address, timeout="30s") as client:
-        futures = {client.submit(clean_clip, clip.name, data, feet, scale, blender, timeout, onto, pure=False,
+        futures = {client.submit(clean_clip, clip.name, data, feet, scale, blender, timeout, onto, floor, pure=False,
                                  key=f"welman-ik-clean-{i}-{clip.name}"): (i, clip)
                    for i, clip, data in pending}
         for future in dask_completed(futures):

@@ -29,12 +29,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--scale", type=float, help="metres per BVH unit (default: guessed from the skeleton)")
     parser.add_argument("--onto", type=Path, help="retarget onto the armature of this .blend file instead")
     parser.add_argument("--object", default="", help="with --onto: the armature's name (default: the only one)")
+    parser.add_argument("--no-floor", dest="floor", action="store_false",
+                        help="do not keep the feet on or above the clip's floor")
     args = parser.parse_args(argv)
     feet = [n.strip() for n in args.feet.split(",")] if args.feet else None
     if args.onto:
         result = retarget(args.source, args.output, args.onto, args.object, args.scale)
     else:
-        result = clean(args.source, args.output, feet, args.scale)
+        result = clean(args.source, args.output, feet, args.scale, args.floor)
     write_atomic(args.entry, json.dumps(result).encode())  # a crash mid-write leaves no half entry
     return 0
 

@@ -5,6 +5,9 @@ within a small region (a per-frame speed test alone lets a slow creep through). 
 at the average of its positions over those frames, so the correction is spread over the
 plant instead of being all at one end; frames at its ends where the leg would have to be
 straight (or more) to reach that point are left out, so a plant never asks for a locked knee.
+
+The clip's floor is found from its plants too (``floor_height``): the height the lowest-planted
+point typically stands at; plants held below it are raised onto it (``raised``, ``paired``).
 """
 
 from __future__ import annotations
@@ -122,14 +125,17 @@ def held_at_ends(positions: np.ndarray, plants: list[Plant], open_start: bool, o
     return out
 
 
-def paired(heel: list[Plant], toe: list[Plant], length: float, min_frames: int = 1) -> list[Plant]:
+def paired(heel: list[Plant], toe: list[Plant], length: float, min_frames: int = 1,
+           floor: float | None = None, up: int = 2) -> list[Plant]:
     """Toe plants made consistent with the heel plants of the same rigid bone, so that both
     can be held at once: where a toe plant overlaps heel plants, its point is put at
     ``length`` [m] (the distance between the two points on the bone) from the point of the
     heel plant it overlaps most, along the line between them, and its frames that overlap
     any other heel plant are left out (pieces shorter than ``min_frames`` are dropped). A toe
     plant that would start before its heel plant starts with it: the heel's correction could
-    not ease in under a planted toe (the foot would pivot about the toe in one frame)."""
+    not ease in under a planted toe (the foot would pivot about the toe in one frame). With a
+    ``floor`` height (along axis ``up``), a toe put below it is turned about its heel's point
+    onto it, still ``length`` from it (the heel's own plants raised first: ``raised``)."""
     out = []
     for plant in toe:
         overlaps = [(min(plant.last, h.last) - max(plant.first, h.first), h) for h in heel]
@@ -140,12 +146,53 @@ def paired(heel: list[Plant], toe: list[Plant], length: float, min_frames: int =
         direction = plant.point - partner.point
         norm = float(np.linalg.norm(direction))
         point = partner.point + length * direction / norm if norm > 1e-9 else plant.point
+        if floor is not None and point[up] < floor:
+            point = _turned_onto(partner.point, point, length, floor, up)
         free = np.ones(plant.last - plant.first + 1, dtype=bool)
         free[:max(partner.first - plant.first, 0)] = False
         for other in heel:
             if other is not partner:
                 free[max(other.first - plant.first, 0):max(other.last - plant.first + 1, 0)] = False
         out += [Plant(plant.first + a, plant.first + b, point) for a, b in _runs(free, min_frames)]
+    return out
+
+
+def floor_height(heights: list[np.ndarray], plants: list[list[Plant]]) -> float | None:
+    """The floor [m] under a clip's feet, from their plants: for each point (its ``heights``
+    (k,) along the up axis, its ``plants``), the median of its heights over its planted
+    samples; the floor is the lowest of these, the height the lowest-planted point (a toe,
+    not an ankle standing 8 cm above it) typically stands at while planted. None without
+    plants."""
+    typical = []
+    for path, held in zip(heights, plants):
+        samples = [np.asarray(path, dtype=float)[p.first:p.last + 1] for p in held]
+        if samples:
+            typical.append(float(np.median(np.concatenate(samples))))
+    return min(typical) if typical else None
+
+
+def raised(plants: list[Plant], floor: float, up: int = 2) -> list[Plant]:
+    """``plants`` with each point held below ``floor`` along axis ``up`` raised onto it."""
+    out = []
+    for plant in plants:
+        point = np.array(plant.point, dtype=float)
+        point[up] = max(point[up], floor)
+        out.append(Plant(plant.first, plant.last, point))
+    return out
+
+
+def _turned_onto(pivot: np.ndarray, point: np.ndarray, length: float, floor: float, up: int) -> np.ndarray:
+    """``point``, ``length`` from ``pivot``, turned about it in its vertical plane to height
+    ``floor``: the same way across, as far across as that height leaves (straight up onto the
+    floor where no turn reaches it)."""
+    out = np.array(point, dtype=float)
+    rise = floor - pivot[up]
+    across = out - pivot
+    across[up] = 0.0
+    norm = float(np.linalg.norm(across))
+    if abs(rise) <= length and norm > 1e-12:
+        out = pivot + across / norm * math.sqrt(length * length - rise * rise)
+    out[up] = floor
     return out
 
 

@@ -1,5 +1,6 @@
 """Foot contacts of an armature's animation: sampled paths, the legs above them, and the
-plants ``core.contacts`` finds in them, as pins with frame ranges (Detect Contacts)."""
+plants ``core.contacts`` finds in them, as pins with frame ranges (Detect Contacts); the
+clip's floor found from them, and floor pins on it (Detect Contacts' Floor option)."""
 
 from __future__ import annotations
 
@@ -8,9 +9,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...core import anatomy, contacts
+from ..rig import targets
 from ..rig.evaluated import anchor_points
 
 HEEL, TOE = 0.0, 1.0  # a foot bone's head (the heel strikes) and tail (the ball pushes off)
+UP = 2  # the world's up axis: a clip's floor is level
 
 
 @dataclass(frozen=True)
@@ -83,12 +86,15 @@ SPEED_FPS = 30.0  # the frame rate a clip is sampled at when none is given
 
 
 def plants(settings, points: list[Point], paths: dict, fps: float = SPEED_FPS,
-           open_ends: tuple[bool, bool] = (False, False)) -> dict[Point, list[contacts.Plant]]:
+           open_ends: tuple[bool, bool] = (False, False),
+           floor: float | None = None) -> dict[Point, list[contacts.Plant]]:
     """Each point's plants under the settings' thresholds, sampled at ``fps`` (the speed,
     metres a second, is a quarter as far per frame at 120 fps as at 30); plants cut
     by an ``open_ends`` end (start, end) of the sampled range held there
     (``core.contacts.held_at_ends``);
-    a bone's tail plants agree with its head plants where both hold at once."""
+    a bone's tail plants agree with its head plants where both hold at once. With a
+    ``floor`` height (world Z), no plant is held below it (a toe turned about its heel
+    onto it), so that floor pins and plants can hold at once."""
     found = {}
     speed = settings.contact_speed / max(fps, 1e-6)  # [m/s] to a distance per frame
     for p in points:
@@ -102,11 +108,38 @@ def plants(settings, points: list[Point], paths: dict, fps: float = SPEED_FPS,
                     "lower": np.linalg.norm(path - knee_joint, axis=1), "bend": settings.contact_knee_bend}
         found[p] = contacts.held_at_ends(path, contacts.held(path, ranges, settings.contact_min_frames, **knee),
                                          *open_ends)
+        if floor is not None:
+            found[p] = contacts.raised(found[p], floor, UP)
     for p in points:
         heel = next((q for q in points if q.bone == p.bone and q.anchor < p.anchor), None)
         if heel is not None:
             length = float(np.median(np.linalg.norm(paths[(p.bone, p.anchor)] - paths[(heel.bone, heel.anchor)],
                                                     axis=1)))
-            found[p] = contacts.paired(found[heel], found[p], length, settings.contact_min_frames)
+            found[p] = contacts.paired(found[heel], found[p], length, settings.contact_min_frames, floor, UP)
     return found
+
+
+def floor_of(paths: dict, found: dict[Point, list[contacts.Plant]]) -> float | None:
+    """The clip's floor (world Z) under the points' plants (``core.contacts.floor_height``): one
+    level plane for every foot; None without plants."""
+    return contacts.floor_height([paths[(p.bone, p.anchor)][:, UP] for p in found], list(found.values()))
+
+
+def floor_pins(pins, points: list[Point], paths: dict, height: float) -> tuple[int, int]:
+    """A FLOOR pin on each point, in force on every frame: on or above the level plane at
+    ``height``, under the middle of the point's path. A bone's floor pin at the same anchor
+    on the world is replaced (Detect Contacts run again adds none; one that follows a target,
+    a table top, is another floor and stays); returns (added, replaced)."""
+    added = 0
+    for p in points:
+        pin = next((q for q in pins if q.kind == "FLOOR" and q.bone == p.bone and abs(q.anchor - p.anchor) < 1e-6
+                    and not targets.follows(q)), None)
+        if pin is None:
+            pin = pins.add()
+            added += 1
+        middle = paths[(p.bone, p.anchor)].mean(axis=0)
+        pin.bone, pin.kind, pin.anchor, pin.enabled, pin.follow = p.bone, "FLOOR", p.anchor, True, False
+        pin.location, pin.direction = (middle[0], middle[1], height), (0.0, 0.0, 1.0)
+        pin.frame_start = pin.frame_end = 0
+    return added, len(points) - added
 

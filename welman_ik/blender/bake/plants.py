@@ -1,12 +1,17 @@
 """Step 5 of the bake, before the keys are written: the plants eased in. Before a plant takes
 hold, its bone's chain comes down onto the correction the plant's first frame needed, in
-joint space, as it eases off after the plant's end."""
+joint space, as it eases off after the plant's end; never through a floor (a one-sided pin in
+force there)."""
 
 from __future__ import annotations
 
 import numpy as np
 
+from ...core import SOLVERS, PositionGoal, Problem
 from ...core.contacts import ease
+from ...core.problem import goal_errors
+from ..pins import goals as shaped_goals
+from ..pins.setup import preferred_pose
 
 
 def ease_onto_plants(plan, log, sampling, results: dict) -> None:
@@ -14,7 +19,9 @@ def ease_onto_plants(plan, log, sampling, results: dict) -> None:
     onto the correction the plant's first frame needed, over ``motion_falloff`` frames
     (half a cosine), in joint space, as it eases off after the plant's end: the foot
     comes down onto its held place instead of jumping there. Joints that move a goal in
-    force on a frame are left as solved there, so every pin holds as it did. The frames
+    force on a frame are left as solved there, so every pin holds as it did; a frame whose
+    ease takes a point through a one-sided pin in force there (a floor, which steers no
+    joint: ``solve.asking``) is solved again from the eased pose (``_above``). The frames
     changed are put into ``results`` (frame -> channels)."""
     settings, solved = plan.settings, log.solved
     falloff = plan.falloff
@@ -45,5 +52,38 @@ def ease_onto_plants(plan, log, sampling, results: dict) -> None:
             mask = chain & ~steering
             weight = float(ease(start - frame, window))
             changed[frame] = np.where(mask, q + weight * (q0 + (first.q - first.q0) - q), q)
+    for frame, q in changed.items():
+        changed[frame] = _above(plan, log, sampling, frame, q, tree.layout)
     for frame, q in sorted(changed.items()):
         results[frame] = sampling.at(frame).tree.model.channels(q)
+
+
+def _above(plan, log, sampling, frame: int, q: np.ndarray, layout) -> np.ndarray:
+    """``q``, a frame's pose eased onto a plant; where that takes a point through a one-sided
+    pin in force on the frame (a floor) more than the solve left it, the frame's goals solved
+    again from it, keeping to it: the foot turns up off the floor (or the leg gives back that
+    much of the ease) instead of going through it."""
+    entries, support = log.shaped.get(frame, ([], None))
+    if not entries:
+        return q
+    sample = sampling.at(frame)
+    model = sample.tree.model
+    if sample.tree.layout != layout:
+        return q
+    built = [shaped_goals.build(plan.obj, model, sample.animated, pin, priority, support, **fields)
+             for pin, fields, priority in entries]
+    sided = [goal for goal in built if goal.one_sided]
+    if not sided:
+        return q
+    allowed = np.maximum(goal_errors(sided, sample.skeleton.forward(log.solved[frame].q)), plan.tolerance)
+    if np.all(goal_errors(sided, sample.skeleton.forward(q)) <= allowed):
+        return q
+    bones, anchors, targets, weights, _ = log.positions[frame]
+    goals = [PositionGoal(*model.anchor_local(bone, anchor), target, weight=weight, priority=priority)
+             for bone, anchor, target, weight, priority in zip(bones, anchors, targets, weights, log.priorities[frame])]
+    s = plan.settings
+    problem = Problem(sample.skeleton, goals + built, tolerance=plan.tolerance, max_iterations=s.max_iterations,
+                      damping=s.damping, reference=preferred_pose(s.reference, q), reference_weight=s.reference_weight,
+                      ranges=sample.ranges)
+    result = SOLVERS[s.solver](problem, q)
+    return result.q if np.all(np.isfinite(result.q)) else q

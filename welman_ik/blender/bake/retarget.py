@@ -5,7 +5,8 @@ onto the target, and gives each frame's goals to the bake (``goals``), in priori
 
 0. the plants (the source's contacts, ``contacts.plants`` on its feet, at the target's
    feet, each held whole from heel strike to toe-off), the hips' path, and every foot's heel
-   and toe on or above the target's floor (``FloorGoal``), on every frame;
+   and toe on or above the target's floor (``FloorGoal``; unless ``retarget_floor`` is off),
+   on every frame;
 1. the hands' (from their shoulders), the unplanted feet's and the head's places, the
    ends' orientations, and the trunk's orientations (the hips, spine, chest, neck and
    clavicles): the limbs do what the limbs can;
@@ -403,7 +404,7 @@ def make(context, target, source, frames: list[int], scale: float, plants: bool)
     retarget_feet.toes_from_heels(retarget.plants)
     retarget_feet.above_floor(retarget)
     limbs.within_legs(retarget, target_roles, max(target.welman_ik.motion_falloff, 0))
-    retarget.floors = retarget_feet.floor_points(retarget)
+    retarget.floors = retarget_feet.floor_points(retarget) if target.welman_ik.retarget_floor else []
     return retarget
 
 

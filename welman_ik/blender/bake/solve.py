@@ -2,7 +2,8 @@
 in order, since each frame hands the next its corrections (``carry.Continuity``) and where
 it left the roots' path. A frame the animation already holds is left as it is; under
 'FOLLOW' the roots stay on their path where that holds every pin, and leave it only as far
-as a pin needs otherwise."""
+as a pin needs otherwise. A one-sided pin (a floor, a region) is held on every frame but
+carries no correction from one frame to the next (``asking``)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import numpy as np
 
 from ...core import SOLVERS, Problem, SolveResult
 from ...core.problem import goal_errors
+from ..pins.goals import SHAPED_KINDS
 from ..pins.setup import preferred_pose
 from ..rig.model import RigError
 from .carry import Continuity
@@ -40,7 +42,8 @@ class FrameSolver:
 
     def solve(self, sample, goals: FrameGoals) -> Solved:
         tree, s = sample.tree, self.plan.settings
-        moving = tree.moving(goals.moving_key, goals.goals)
+        steered, key, asked = asking(goals)
+        moving = tree.moving(key, steered)
         q_start, start = self.continuity.carry(sample.q0, tree.layout, moving, goals.share, self.plan.falloff,
                                                s.solver)
         # The preferred pose of a bake is each frame's own animated pose, with the correction
@@ -67,7 +70,7 @@ class FrameSolver:
         q0, q = sample.q0.copy(), result.q.copy()
         self.continuity.solved(tree.layout, q0, q, result.converged)
         self.root_off = off_path(tree, q0, q, goals.path)
-        return Solved(tree.layout, q0, q, result, tree.steering(goals.steered(self.plan.obj)))
+        return Solved(tree.layout, q0, q, result, tree.steering(asked.steered(self.plan.obj)))
 
     def _met(self, problem: Problem, start: np.ndarray, sample) -> SolveResult | None:
         """Where nothing is carried over and the animated pose already meets every goal (the
@@ -102,3 +105,21 @@ class FrameSolver:
         start[roots] = q0[roots]
         result = SOLVERS[solver](dataclasses.replace(problem, active=active), start)
         return result if result.converged else None
+
+
+def asking(goals: FrameGoals) -> tuple[list, tuple, FrameGoals]:
+    """What of a frame's goals steers its joints, for the bake's continuity (the corrections
+    carried on, the plants' ease): (the goals, the key their moving joints are cached by, the
+    frame's goals for the points they steer), every pin's but a one-sided pin's (a floor, a
+    region). Such a pin stays in the solve, which holds it on every frame the carried
+    corrections or the animation would take its point out; it only carries no correction of
+    its own from frame to frame: a floor pin in force always would otherwise keep the last
+    plant's correction on its bone's chain through every frame after it, and stop the chain
+    easing onto the next plant."""
+    first = sum(pin.kind not in SHAPED_KINDS for pin, _ in goals.in_force)  # (the shaped pins' goals follow)
+    idle = {first + i for i in range(len(goals.shaped)) if goals.goals[first + i].one_sided}
+    if not idle:
+        return goals.goals, goals.moving_key, goals
+    steered = [goal for i, goal in enumerate(goals.goals) if i not in idle]
+    shaped = [item for i, item in enumerate(goals.shaped) if first + i not in idle]
+    return steered, (goals.moving_key, tuple(sorted(idle))), dataclasses.replace(goals, shaped=shaped)
