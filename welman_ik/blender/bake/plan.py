@@ -15,7 +15,7 @@ from ...core.contacts import ease
 from ..pins.checks import check_goal_bones, check_goal_point, check_pin_bones, rig_reach
 from ..pins.following import check_cycles, placed_at, space_tracks
 from ..pins.goals import SHAPED_KINDS, SUPPORT_KINDS, check_numbers, check_pin, describe, held_bones, pin_bones
-from ..pins.setup import movable_bones
+from ..pins.setup import free_controls, movable_bones
 from ..rig import keyframes
 from ..rig.model import RigError, chain_to_root
 from ..rig.targets import follows
@@ -177,7 +177,8 @@ class BakePlan:
         falloff = max(settings.motion_falloff, 0)
         return cls(context, obj, edit, frames, by_frame, {p.as_pointer(): i for i, p in enumerate(settings.pins)},
                    names, chains, movable, root_motion, fixed, falloff, range_weights(frames, open_ends, falloff),
-                   context.scene.frame_current, started, tracks=tracks)
+                   context.scene.frame_current, started, translating=frozenset(free_controls(obj, pinned)),
+                   tracks=tracks)
 
 
     @classmethod

@@ -24,7 +24,14 @@ from ..pins.goals import (
     pin_bones,
     support_points,
 )
-from ..pins.setup import MOVED_WITH_DRAG, active_pins, movable_bones, preferred_pose, translating_bones
+from ..pins.setup import (
+    MOVED_WITH_DRAG,
+    active_pins,
+    free_controls,
+    movable_bones,
+    preferred_pose,
+    translating_bones,
+)
 from ..pins.standing import standing_balance
 from ..rig import body, keyframes
 from ..rig.evaluated import FLOAT32_SLACK, GoalSet, Measured, anchor_points
@@ -119,8 +126,10 @@ class DragSolver:
         root = obj.pose.bones[bone].parent is None
         grabbed = anchor == 0.0 and (bool(translating) or (root and not all(obj.pose.bones[bone].lock_location)))
         build = cached_model if reuse else RigModel  # a scripted drag keeps the model between calls
+        held = [p.bone for p, _ in pins] + held_bones([p for p, _ in shaped])
         self.model = build(obj, names, movable_bones(obj, bone, settings.chain_length, keep_root),
-                           translating=translating, keep_free=[bone], fixed_roots=bool(translating),
+                           translating=translating | free_controls(obj, held), keep_free=[bone],
+                           fixed_roots=bool(translating),
                            keep_turn=[bone] if grabbed else [])
         if not self.model.moves_point(bone):
             raise RigError(f"Nothing can move bone '{bone}': it and the bones above it are locked")

@@ -39,6 +39,22 @@ def translating_bones(obj, bone: str) -> set[str]:
     return set()
 
 
+def free_controls(obj, names) -> set[str]:
+    """Of the pinned bones ``names``, the controls that float free: not deforming, nor is any
+    bone above them, not connected and with their location free (a generated Rigify rig's IK
+    hands and feet, its torso). A pin moves them by their location, as the drag moves the
+    dragged bone: a hand control pinned to a moving cup goes with the cup, whatever the torso
+    does. A rig whose pinned bones deform (a metarig, a mocap skeleton) has none."""
+    found = set()
+    for name in names:
+        pb = obj.pose.bones.get(name)
+        if (pb is None or pb.parent is None or pb.bone.use_connect or all(pb.lock_location) or pb.bone.use_deform
+                or any(p.bone.use_deform for p in pb.parent_recursive)):
+            continue
+        found.add(name)
+    return found
+
+
 def preferred_pose(reference: str, start: np.ndarray) -> np.ndarray | None:
     """The joint values the solver keeps the free joints near: the start pose, the rest
     pose (every joint at 0: each hinge measures its angle from rest, each slide its
