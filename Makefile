@@ -45,7 +45,9 @@ e2e-debs:
 # pin markers must vanish on Clear and appear on Pin with nothing else redrawing (pixels of its screenshots). The first
 # run is a newcomer's first ten minutes: the README's recipe (feet pinned by the sidebar's Pin, the hand dragged from
 # the Drag button, out past its reach: the feet flat, the trunk upright, no leg keyed), the Last Solve's figures, and
-# pins with frames drawn dim out of force and red in force.
+# pins with frames drawn dim out of force and red in force. The world run pins a hand to an Empty by the sidebar's Pin To
+# (greyed out until the Empty is selected too), moves the Empty 17 cm with G and drags the other hand from the Drag
+# button: the hand must follow within 1 mm.
 e2e: venv e2e-debs
 	$(PYTHON) tests/e2e/run_e2e.py --mode dry-run,confirm,undo,pin-key --output $(OUT)
 	$(PYTHON) tests/e2e/run_e2e.py --mode confirm --drag 66,-117 --trunk-limit 5 --output $(OUT)/raise
@@ -53,6 +55,7 @@ e2e: venv e2e-debs
 	$(PYTHON) tests/e2e/run_e2e.py --mode motion --shortcut ctrl+alt+m --output $(OUT)
 	$(PYTHON) tests/e2e/run_e2e.py --mode panel --layout default --sidebar-width 0 --screen 1600x900 --output $(OUT)/panel
 	$(PYTHON) tests/e2e/run_e2e.py --mode first --layout default --sidebar-width 0 --screen 1600x900 --output $(OUT)/first
+	$(PYTHON) tests/e2e/run_e2e.py --mode world --layout default --sidebar-width 0 --screen 1600x900 --output $(OUT)/world
 	$(PYTHON) tests/e2e/run_bake_e2e.py --mode cancel,undo --output $(OUT)
 	WELMAN_IK_REQUIRE_BLENDER=1 $(PY) -m pytest tests/blender/test_cleanup_cli.py -q -p no:cacheprovider \
 		-k blender_executable

@@ -23,7 +23,7 @@ TETHER, TETHER_TARGET = pin_shapes.TETHER, pin_shapes.TETHER_TARGET
 
 
 def _empty(obj, at, name: str = "Cup", selected: bool = True):
-    """An Empty at ``at``, selected beside the armature (as a Ctrl+click in Object Mode does);
+    """An Empty at ``at``, selected beside the armature (as a Shift+click in Object Mode does);
     the armature active and in Pose Mode again."""
     bpy.ops.object.mode_set(mode="OBJECT")
     empty = bpy.data.objects.new(name, None)
@@ -131,7 +131,7 @@ def _cycle(obj):
 
 @pytest.mark.parametrize(("setup", "options", "phrase"), [
     (lambda obj: _empty(obj, (0.5, 0.0, 1.0), selected=False) and {}, {},
-     "Select the object to pin to as well (Ctrl+click it), or name it"),
+     "Select the object to pin to as well (Shift+click it in Object Mode"),
     (lambda obj: {}, {"target": "Nothing"}, "There is no object 'Nothing'"),
     (_cycle, {}, "is parented to 'metarig'"),
     (lambda obj: {}, {"target": "metarig", "target_bone": "spine"}, "Together"),

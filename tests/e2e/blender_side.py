@@ -31,6 +31,9 @@ An ``op`` request runs what a button or a script does (``run_op``); in first mod
 reply also has the figures of the drag started from the sidebar's Drag button (``first_status``),
 and the timer watches the feet and the trunk over that drag (``watch_drag``).
 
+World mode (``world_side.py``): an Empty "Cup" at the right hand, and ops that look (``world_look``,
+``world_hover``) while the driver does the rest in the window.
+
 A ``status`` request with ``mouse_window`` also tells which bone the add-on's pick finds there, the
 pins, and the dragged bone's world orientation; in ``pin-key`` mode the timer keeps the pins and
 that orientation when a pin is first added (the pin key pressed mid-drag).

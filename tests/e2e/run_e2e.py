@@ -8,6 +8,7 @@
     python3 tests/e2e/run_e2e.py --mode dry-run,confirm,cancel
     python3 tests/e2e/run_e2e.py --mode panel --layout default --sidebar-width 0 --screen 1600x900
     python3 tests/e2e/run_e2e.py --mode first --layout default --sidebar-width 0 --screen 1600x900
+    python3 tests/e2e/run_e2e.py --mode world --layout default --sidebar-width 0 --screen 1600x900
 
 Needs only the Python standard library, and the Debian packages blender (3.4+), xvfb,
 xdotool and imagemagick. For each mode it starts Blender with ``blender_side.py`` on its own
@@ -49,6 +50,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from world_mode import world_pin
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 # undo: confirm, then Ctrl+Z; motion: the interactive motion edit on an animated rig, confirmed;
@@ -57,7 +60,8 @@ ROOT = HERE.parents[1]
 # Blender's default layout and sidebar width; then a drag, cancelled
 # first: the first ten minutes in the window: the README's recipe (the feet pinned by the sidebar's Pin, the hand
 # dragged from the sidebar's Drag button, out past its reach), the Last Solve's figures, pins by their frames
-MODES = ("dry-run", "confirm", "cancel", "undo", "motion", "pin-key", "panel", "first")
+# world: a hand pinned to an Empty by the sidebar's Pin To, the Empty moved, another bone dragged (world_mode.py)
+MODES = ("dry-run", "confirm", "cancel", "undo", "motion", "pin-key", "panel", "first", "world")
 PIN_KEYS = {"o": "ORIENTATION"}  # pin-key mode: the xdotool key and the pin kind it toggles while dragging
 FOOT_PINS = ("toe.L", "toe.R", "heel.02.L", "heel.02.R")  # the pins blender_side.py puts on the feet
 LEGS = ("thigh", "shin", "foot", "toe", "heel")  # the metarig's leg bones, less their side
@@ -470,6 +474,8 @@ def run_mode(mode: str, args, display: int, out_dir: Path) -> tuple[Checks, dict
 
         if mode == "first":
             end_screen = first_minutes(args, x, ex, to_screen, to_window, left, checks, report, out_dir)
+        elif mode == "world":
+            end_screen = world_pin(args, x, ex, to_screen, to_window, left, checks, report, out_dir)
         else:
             end_screen = shortcut_drag(mode, args, x, ex, to_screen, to_window, left, checks, report, out_dir,
                                        hx, hy)
@@ -930,7 +936,7 @@ def blender_checks(mode: str, args, r: dict, checks: Checks, report: dict) -> No
                f"latencies read from {r.get('latency_source')!r}, expected {LATENCY_HOOK!r}")
     checks.add(r["drag_running_at_finish"] is False, "drag ended",
                f"drag session at finish: {describe_session(r['drag_running_at_finish'])}")
-    if mode == "first":  # its checks ran mid-run (first_minutes)
+    if mode in ("first", "world"):  # its checks ran mid-run (first_minutes, world_mode.world_pin)
         lat = r.get("latencies_ms")
         checks.add(bool(lat), "drag events solved", f"{len(lat or [])} mouse events")
         return

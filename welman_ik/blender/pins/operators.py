@@ -114,7 +114,8 @@ to the active one)"""
                            use_support=self.use_support)
 
 
-NO_TARGET = "Select the object to pin to as well (Ctrl+click it), or name it"
+NO_TARGET = ("Select the object to pin to as well (Shift+click it in Object Mode, then back to Pose Mode; or "
+             "Ctrl+click it in the Outliner), or name it")
 
 
 def other_selected(context, obj) -> list:

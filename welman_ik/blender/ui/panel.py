@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import textwrap
 
 import bpy
@@ -22,10 +23,32 @@ class SidebarPanel:
     bl_region_type = "UI"
     bl_category = "Welman IK"
 
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        draw = cls.__dict__.get("draw")
+        if draw is not None:
+            cls.draw = _in_sidebar(draw)
+
     @classmethod
     def poll(cls, context):
         obj = context.object
         return obj is not None and obj.type == "ARMATURE"
+
+
+def _in_sidebar(draw):
+    """The panel's operator buttons run in the sidebar's own region. Blender lays a panel's
+    buttons out to run in the area's main region (INVOKE_REGION_WIN), so their poll never saw
+    the sidebar: a button that cannot work was not greyed out with its reason
+    (``rig.polls.from_sidebar``) but clickable, to pop up an error; and the Drag button's drag
+    started as the shortcut's does, from the bone under the pointer if the viewport behind the
+    sidebar (which overlaps it) has one there, rather than from the active bone."""
+
+    @functools.wraps(draw)
+    def wrapper(self, context):
+        self.layout.operator_context = "INVOKE_DEFAULT"
+        return draw(self, context)
+
+    return wrapper
 
 
 # The fields each kind of pin uses, in the order the panel shows them.
