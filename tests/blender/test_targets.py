@@ -15,6 +15,7 @@ from conftest import world_point
 from mathutils import Quaternion, Vector
 from test_bake import _keys
 
+from welman_ik.blender.rig.keyframes import action_fcurves
 from welman_ik.blender.rig.targets import world_fields
 
 
@@ -93,7 +94,7 @@ def test_a_hand_on_a_moving_prop_holds_on_every_baked_frame(bare_human):
     obj = bare_human
     _rest_keys(obj)
     cup = _object_mode_then(obj, lambda: _cup(world_point(obj, "hand.R")))
-    cup_keys = [tuple(k.co) for fc in cup.animation_data.action.fcurves for k in fc.keyframe_points]
+    cup_keys = [tuple(k.co) for fc in action_fcurves(cup) for k in fc.keyframe_points]
     for foot in ("foot.L", "foot.R"):
         _pin(obj, foot, "POSE")
     hand = _pin(obj, "hand.R", "POSE")
@@ -114,7 +115,7 @@ def test_a_hand_on_a_moving_prop_holds_on_every_baked_frame(bare_human):
     assert obj.animation_data.action is not original
     obj.animation_data.action = original
     assert _keys(obj) == original_keys
-    assert [tuple(k.co) for fc in cup.animation_data.action.fcurves for k in fc.keyframe_points] == cup_keys
+    assert [tuple(k.co) for fc in action_fcurves(cup) for k in fc.keyframe_points] == cup_keys
 
 
 def _partner(at, walk=(0.0, -1.0, 0.0)):
@@ -143,7 +144,7 @@ def _partner(at, walk=(0.0, -1.0, 0.0)):
 
 
 def _partner_keys(partner) -> list:
-    return [(fc.data_path, fc.array_index, tuple(k.co)) for fc in partner.animation_data.action.fcurves
+    return [(fc.data_path, fc.array_index, tuple(k.co)) for fc in action_fcurves(partner)
             for k in fc.keyframe_points]
 
 
