@@ -3,21 +3,23 @@
 What it measures
     The Fig 6.5 scene of ``tests/blender/test_bake.py``, made longer: the Rigify basic human
     metarig (``scenes.basic_human``) with position pins on the tails of ``toe.L``, ``toe.R``,
-    ``heel.02.L`` and ``heel.02.R`` only, the whole pose keyed at frames 1, 21, 41, 61, 81 and
-    101, the pelvis alternately at rest and 0.25 m lower (the lowered pose is made once with
+    ``heel.02.L`` and ``heel.02.R`` only, the whole pose keyed at six frames evenly from 1 to the
+    last (``--frames``, 101 by default: frames 1, 21, 41, 61, 81 and 101; 120: 1, 25, 49, 72, 96
+    and 120), the pelvis alternately at rest and 0.25 m lower (the lowered pose is made once with
     ``bpy.ops.welman_ik.drag('spine', ..., anchor=0)``, the feet pinned). Interpolating joint
     angles between the keys lets the planted feet slide and sink; a bake holds them.
 
-    Welman IK: ``bpy.ops.welman_ik.bake(frame_start=1, frame_end=101)`` (the settings'
-    solver and tolerance, root bone kept on its animated path), timed as one call: per frame
-    it evaluates the animation, solves with the pins, and at the end writes a new action.
+    Welman IK: ``bpy.ops.welman_ik.bake(frame_start=1, frame_end=101)`` (the last frame; the
+    settings' solver and tolerance, root bone kept on its animated path), timed as one call:
+    per frame it evaluates the animation, solves with the pins, and at the end writes a new
+    action.
 
     Blender, on a fresh copy of the same scene (the .blend saved before our bake, reopened:
     the same action, key for key): one IK constraint per pinned bone (``use_tail``,
     ``chain_count`` 4: toe or heel, foot, shin, thigh, so the pelvis keeps its animated path
     as in ours; no stretch; Standard solver) aiming at an empty placed at the pin, then
     ``bpy.ops.nla.bake(frame_start=1, frame_end=101, only_selected=False, visual_keying=True,
-    clear_constraints=False, bake_types={'POSE'})``, timed as one call (visual keying: every
+    clear_constraints=False, bake_types={'POSE'})`` (the same last frame), timed as one call (visual keying: every
     bone's location, rotation and scale keyed on every frame into a new action).
 
     Each method runs once untimed on frames 1..3 first (warm-up), then ``--repeats`` times
@@ -37,12 +39,14 @@ How to run (from the repository root, with the bpy-module virtual environment)::
 
     .venv/bin/python scripts/bench_bake.py              # the table
     .venv/bin/python scripts/bench_bake.py --repeats 1  # one timed bake per method
+    .venv/bin/python scripts/bench_bake.py --frames 120 # the squat over frames 1..120
     .venv/bin/python scripts/bench_bake.py --profile    # plus cProfile of our bake
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import tempfile
@@ -65,8 +69,9 @@ from welman_ik.blender.rig import keyframes
 FEET = scenes.FEET  # toe.L, toe.R, heel.02.L, heel.02.R: pinned at their tails
 PELVIS = "spine"  # the root bone; its head is the pelvis
 DROP = 0.25  # metres the pelvis is lowered on every other key
-KEYS = (1, 21, 41, 61, 81, 101)  # at rest, lowered, at rest, ...
-FRAME_START, FRAME_END = KEYS[0], KEYS[-1]
+FRAMES = 101  # frames 1..101 by default (``--frames``); the scene's range says how many
+KEY_COUNT = 6  # keys evenly over the range: at rest, lowered, at rest, ...
+FRAME_START = 1
 WARMUP_END = FRAME_START + 2  # the untimed warm-up bakes frames 1..3
 CHAIN_COUNT = 4  # toe/heel, foot, shin, thigh: up to the thigh, the pelvis not included
 BLENDER_ITERATIONS = 500  # the IK constraint's default
@@ -106,12 +111,23 @@ def key_all(obj, frame: int) -> None:
         pb.keyframe_insert("location", frame=frame, group=pb.name)
 
 
-def build_scene():
-    """The long Fig 6.5 scene; returns the armature (pose mode, feet pinned, keys set)."""
+def keys(frames: int = FRAMES) -> tuple[int, ...]:
+    """The keyed frames of a squat over frames 1..``frames``: ``KEY_COUNT`` of them, evenly."""
+    return tuple(int(f) for f in np.rint(np.linspace(FRAME_START, FRAME_START + frames - 1, KEY_COUNT)))
+
+
+def frame_end() -> int:
+    """The bake's last frame: the scene's (``build_scene`` sets it; the reopened copy keeps it)."""
+    return bpy.context.scene.frame_end
+
+
+def build_scene(frames: int = FRAMES):
+    """The long Fig 6.5 scene over frames 1..``frames``; returns the armature (pose mode, feet
+    pinned, keys set)."""
     scenes.empty_scene()
     obj = scenes.basic_human(pins=FEET)
     scene = bpy.context.scene
-    scene.frame_start, scene.frame_end = FRAME_START, FRAME_END
+    scene.frame_start, scene.frame_end = FRAME_START, FRAME_START + frames - 1
     scene.frame_set(FRAME_START)
     rest = channels(obj)
     pelvis = world_point(obj, PELVIS, 0.0)
@@ -120,7 +136,7 @@ def build_scene():
     if result != {"FINISHED"}:
         raise RuntimeError(f"Lowering the pelvis failed: {result}")
     lowered = channels(obj)
-    for i, frame in enumerate(KEYS):
+    for i, frame in enumerate(keys(frames)):
         set_channels(obj, lowered if i % 2 else rest)
         key_all(obj, frame)
     scene.frame_set(FRAME_START)
@@ -142,7 +158,7 @@ def foot_error(obj, goals) -> tuple[float, str]:
     """Largest distance [m] of a pinned point from its pin over the bake range, and where."""
     scene = bpy.context.scene
     worst, where = 0.0, ""
-    for frame in range(FRAME_START, FRAME_END + 1):
+    for frame in range(FRAME_START, frame_end() + 1):
         scene.frame_set(frame)
         for bone, anchor, location in goals:
             error = float(np.linalg.norm(world_point(obj, bone, anchor) - location))
@@ -163,9 +179,9 @@ def reassign(obj, action) -> None:
 # -- Welman IK -------------------------------------------------------------------------
 
 
-def bake_ours(frame_end: int) -> float:
+def bake_ours(last: int) -> float:
     started = time.perf_counter()
-    result = bpy.ops.welman_ik.bake(frame_start=FRAME_START, frame_end=frame_end)
+    result = bpy.ops.welman_ik.bake(frame_start=FRAME_START, frame_end=last)
     seconds = time.perf_counter() - started
     if result != {"FINISHED"}:
         raise RuntimeError(f"welman_ik.bake: {result}")
@@ -181,7 +197,7 @@ def timed(bake, obj, repeats: int) -> float:
     for _ in range(repeats):
         reassign(obj, original)
         bpy.context.scene.frame_set(FRAME_START)
-        times.append(bake(FRAME_END))
+        times.append(bake(frame_end()))
     return statistics.median(times)
 
 
@@ -193,23 +209,23 @@ def evaluation_alone(obj, repeats: int) -> Row:
     times = []
     for _ in range(repeats):
         started = time.perf_counter()
-        for frame in range(FRAME_START, FRAME_END + 1):
+        for frame in range(FRAME_START, frame_end() + 1):
             scene.frame_set(frame)
         times.append(time.perf_counter() - started)
     scene.frame_set(FRAME_START)
-    return Row("evaluating each frame once", FRAME_END - FRAME_START + 1, statistics.median(times), None)
+    return Row("evaluating each frame once", frame_end() - FRAME_START + 1, statistics.median(times), None)
 
 
 def run_ours(obj, repeats: int, profile: bool) -> tuple[Row, str]:
     original = obj.animation_data.action
     seconds = timed(bake_ours, obj, repeats)
     error, worst = foot_error(obj, pins(obj))
-    row = Row(f"Welman IK ({obj.welman_ik.solver})", FRAME_END - FRAME_START + 1, seconds, error, worst)
+    row = Row(f"Welman IK ({obj.welman_ik.solver})", frame_end() - FRAME_START + 1, seconds, error, worst)
     report = ""
     if profile:
         reassign(obj, original)
         bpy.context.scene.frame_set(FRAME_START)
-        report = scenes.profiled(lambda: bake_ours(FRAME_END))
+        report = scenes.profiled(lambda: bake_ours(frame_end()))
     return row, report
 
 
@@ -243,9 +259,9 @@ def blender_rig(path: Path):
     return obj, goals, constraints
 
 
-def bake_blender(frame_end: int) -> float:
+def bake_blender(last: int) -> float:
     started = time.perf_counter()
-    result = bpy.ops.nla.bake(frame_start=FRAME_START, frame_end=frame_end, only_selected=False,
+    result = bpy.ops.nla.bake(frame_start=FRAME_START, frame_end=last, only_selected=False,
                               visual_keying=True, clear_constraints=False, bake_types={"POSE"})
     seconds = time.perf_counter() - started
     if result != {"FINISHED"}:
@@ -262,7 +278,7 @@ def run_blender(path: Path, repeats: int) -> Row:
     for ik in constraints:
         ik.mute = True
     error, worst = foot_error(obj, goals)
-    return Row("Blender Standard IK", FRAME_END - FRAME_START + 1, seconds, error, worst)
+    return Row("Blender Standard IK", frame_end() - FRAME_START + 1, seconds, error, worst)
 
 
 # -- report ----------------------------------------------------------------------------
@@ -285,15 +301,16 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5, help="timed bakes per method (the median is shown)")
     parser.add_argument("--profile", action="store_true", help="also print a cProfile of our bake")
+    parser.add_argument("--frames", type=int, default=FRAMES, help="the squat's length: frames 1..FRAMES")
     args = parser.parse_args(argv)
     began = time.perf_counter()
 
-    obj = build_scene()
+    obj = build_scene(args.frames)
     settings = obj.welman_ik
-    keys_only = Row("keys only (no bake)", FRAME_END - FRAME_START + 1, None, *foot_error(obj, pins(obj)))
-    print(f"Fig 6.5, longer: keys at frames {', '.join(map(str, KEYS))}, pelvis alternately at rest and "
-          f"{DROP:.2f} m lower; pins: {', '.join(b for b, _a, _l in pins(obj))} (tails); bake "
-          f"{FRAME_START}..{FRAME_END}")
+    keys_only = Row("keys only (no bake)", frame_end() - FRAME_START + 1, None, *foot_error(obj, pins(obj)))
+    print(f"Fig 6.5, longer: keys at frames {', '.join(map(str, keys(args.frames)))}, pelvis alternately at rest "
+          f"and {DROP:.2f} m lower; pins: {', '.join(b for b, _a, _l in pins(obj))} (tails); bake "
+          f"{FRAME_START}..{frame_end()}")
     print(f"Welman IK settings: solver {settings.solver}, tolerance {settings.tolerance:.0e} m, "
           f"max_iterations {settings.max_iterations}")
 
@@ -317,11 +334,13 @@ def main(argv=None) -> int:
     print("bake spends at least to measure its frames on the evaluated pose, so its highest possible ratio.")
     if profile:
         print()
-        print(f"cProfile of Welman IK's bake ({FRAME_START}..{FRAME_END}):")
+        print(f"cProfile of Welman IK's bake ({FRAME_START}..{frame_end()}):")
         print(profile)
     print(f"Total time {time.perf_counter() - began:.1f} s")
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    code = main()
+    sys.stdout.flush()
+    os._exit(code)  # the bpy module can hang at exit with add-ons registered

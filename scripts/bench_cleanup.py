@@ -35,6 +35,9 @@ What it measures
       any plant point or the hips after the bake, against the largest in the source (the
       lines below the table: the most any one step grew over the source's step of the same
       point and frames, and where; in the JSON ``step_excess_mm`` and ``step_excess_at``);
+      and the Blender tests' own check (``tests/blender/test_cleanup_clips.py``): every bone's
+      head and tail, its largest step over the clip after the bake against its largest in
+      the source (``step_growth_mm``, the most any grew; the tests allow 3 mm);
     * bake [s], baked frames per second, and the ratio of our bake's time to nla.bake's
       (below 1: ours is faster).
 
@@ -47,6 +50,15 @@ What it measures
     included); the samples then take one frame of the clip beyond each end, so the step
     figures include the steps into and out of the baked range.
 
+    ``--frames N``: each clip made an N-frame take first (``longer_take``): played forward,
+    then backward from its last frame, then forward again and so on (a palindrome loop), written
+    as a BVH of the same skeleton and frame time. Every step from one frame to the next is one
+    of the source's own, so the take has no seam and no jump; the mocapbank clip (a person
+    standing goes down, the hips about half a metre lower, and comes back up; quiet at both
+    ends, where the loop turns) so becomes a take of the same movement done again and again.
+    ``--repeats R``: both bakes timed R times (the median; our bakes each from the source
+    action again).
+
 How to run (from the repository root, with the bpy-module virtual environment and
 matplotlib; ``make bench-cleanup`` installs it)::
 
@@ -54,6 +66,7 @@ matplotlib; ``make bench-cleanup`` installs it)::
     .venv/bin/python scripts/bench_cleanup.py --clips pymo_walk.bvh --no-plots
     .venv/bin/python scripts/bench_cleanup.py --output /tmp/bench --images /tmp/bench
     .venv/bin/python scripts/bench_cleanup.py --clips mocapbank_clip.bvh --stretch 101 300 --no-plots
+    .venv/bin/python scripts/bench_cleanup.py --clips mocapbank_clip.bvh --frames 1000 --repeats 5 --profile
 """
 
 from __future__ import annotations
@@ -61,9 +74,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import sys
+import tempfile
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import bpy  # first: it puts Blender's own modules (addon_utils) on the path
@@ -75,6 +90,7 @@ for _path in (ROOT, ROOT / "scripts"):
         sys.path.insert(0, str(_path))
 
 import addon_utils
+import bvh_variants
 import scenes
 
 from welman_ik.blender.rig import keyframes
@@ -133,12 +149,14 @@ class Result:
     step_source_mm: float = float("nan")
     step_excess_mm: float = float("nan")  # the largest step's growth over the source's, same point and frame
     step_excess_at: str = ""  # its point and frames
+    step_growth_mm: float = float("nan")  # the tests' check: a bone end's largest step over its largest in the source
     bake_seconds: float = float("nan")
     blender_seconds: float = float("nan")
     message: str = ""
     image: str = ""
     error: str = ""
     plants: list[dict] = field(default_factory=list)
+    profile: str = ""  # cProfile of one more of our bakes, when asked for
 
     @property
     def baked_fps(self) -> float:
@@ -187,6 +205,18 @@ def plants_of(obj, frame_start: int) -> list[Plant]:
     """The pins detect_contacts made, as plants with frame indices from ``frame_start``."""
     return [Plant(p.bone, float(p.anchor), p.frame_start - frame_start, p.frame_end - frame_start,
                   tuple(float(v) for v in p.location)) for p in obj.welman_ik.pins]
+
+
+def longer_take(source: Path, frames: int, output: Path) -> Path:
+    """``source`` played on to ``frames`` frames as one take, written to ``output``: forward,
+    then backward from its last frame, then forward again, ... (each end frame once), so every
+    frame-to-frame step is one of the source's own and no seam jumps. Returns ``output``."""
+    clip = bvh_variants.read(source)
+    count = len(clip.motion)
+    cycle = np.r_[np.arange(count), np.arange(count - 2, 0, -1)]  # 0 .. n-1 .. 1, then 0 again
+    order = np.resize(cycle, frames) if count > 1 else np.zeros(frames, dtype=int)
+    output.write_text(bvh_variants.format_clip(replace(clip, motion=clip.motion[order])), encoding="utf-8")
+    return output
 
 
 # -- sampling --------------------------------------------------------------------------
@@ -258,10 +288,13 @@ def our_bake(obj, frames: range) -> float:
 
 
 def run_clip(path: Path, images: Path | None, solver: str = "SR_INVERSE",
-             stretch: tuple[int, int] | None = None) -> Result:
+             stretch: tuple[int, int] | None = None, repeats: int = 1, scale: float | None = None,
+             profile: bool = False) -> Result:
     """Import, detect, bake with ``solver`` and measure one clip (see the module's docstring);
-    ``stretch``: only those frames (first, last), sampled one frame beyond each end."""
-    result = Result(path.name, SCALES.get(path.name, DEFAULT_SCALE), solver)
+    ``stretch``: only those frames (first, last), sampled one frame beyond each end; ``repeats``:
+    timed bakes of each kind (the median); ``scale``: metres per BVH unit (default: by the
+    clip's name); ``profile``: cProfile one more of our bakes (``Result.profile``)."""
+    result = Result(path.name, scale or SCALES.get(path.name, DEFAULT_SCALE), solver)
     fresh_scene()
     obj = import_clip(path, result.scale)
     scene = bpy.context.scene
@@ -286,15 +319,30 @@ def run_clip(path: Path, images: Path | None, solver: str = "SR_INVERSE",
     plants = plants_of(obj, sampled[0])
     result.contacts = len(plants)
     points = list(dict.fromkeys(p.point for p in plants)) + [(root_bone(obj), 0.0)]  # the hips last
-    before = sample(obj, points, sampled)
+    ends = [(pb.name, anchor) for pb in obj.pose.bones for anchor in (0.0, 1.0)]  # every bone's head and tail
+    before = sample(obj, points + ends, sampled)
+    before, before_ends = before[:, :len(points)], before[:, len(points):]
 
-    result.blender_seconds = blender_bake(obj, frames)
-    select_only(obj, result.feet)
-    result.bake_seconds = our_bake(obj, frames)
+    result.blender_seconds = statistics.median(blender_bake(obj, frames) for _ in range(repeats))
+    source_action = obj.animation_data.action
+    times = []
+    for k in range(repeats + profile):
+        if k:  # again from the source action: the last bake's deleted
+            made = obj.animation_data.action
+            keyframes.assign_action(obj, source_action)
+            bpy.data.actions.remove(made)
+            scene.frame_set(frames[0])
+        select_only(obj, result.feet)
+        if k == repeats:
+            result.profile = scenes.profiled(lambda: our_bake(obj, frames), 15)
+        else:
+            times.append(our_bake(obj, frames))
+    result.bake_seconds = statistics.median(times)
     last = obj.welman_ik.last_solve
     result.max_pin_error_mm = last.max_pin_error * MM
     result.message = last.message
-    after = sample(obj, points, sampled)
+    after = sample(obj, points + ends, sampled)
+    after, after_ends = after[:, :len(points)], after[:, len(points):]
 
     column = {point: k for k, point in enumerate(points)}
     for plant in plants:
@@ -316,6 +364,7 @@ def run_clip(path: Path, images: Path | None, solver: str = "SR_INVERSE",
         result.step_excess_mm = float(growth[i, k]) * MM
         where = point_label(points[k]) if k < len(points) - 1 else "hips"
         result.step_excess_at = f"{where}, frame {sampled[i]} -> {sampled[i + 1]}"
+        result.step_growth_mm = float((steps(after_ends).max(axis=0) - steps(before_ends).max(axis=0)).max()) * MM
     if images is not None:
         result.image = str(plot(result, plants, points, column, sampled, before, after, images))
     return result
@@ -427,6 +476,9 @@ def main(argv=None) -> int:
                         help="bake each clip with each of these (the plots: the first one's)")
     parser.add_argument("--stretch", nargs=2, type=int, metavar=("FIRST", "LAST"),
                         help="detect and bake only these frames of each clip (a stretch the clip goes on past)")
+    parser.add_argument("--frames", type=int, help="make each clip a take of this many frames first (looped)")
+    parser.add_argument("--repeats", type=int, default=1, help="timed bakes of each kind per clip (the median)")
+    parser.add_argument("--profile", action="store_true", help="also print a cProfile of one more of our bakes")
     args = parser.parse_args(argv)
     began = time.perf_counter()
 
@@ -435,16 +487,22 @@ def main(argv=None) -> int:
     if missing:
         parser.error(f"no such clip in {FIXTURES}: {', '.join(missing)}")
     results = []
-    for path in paths:
+    takes = tempfile.TemporaryDirectory()
+    for source in paths:
+        scale = SCALES.get(source.name, DEFAULT_SCALE)
+        path = (longer_take(source, args.frames, Path(takes.name) / f"{source.stem}_{args.frames}.bvh")
+                if args.frames else source)
         for k, solver in enumerate(args.solvers):
             try:
                 results.append(run_clip(path, None if args.no_plots or k else args.images, solver,
-                                        tuple(args.stretch) if args.stretch else None))
+                                        tuple(args.stretch) if args.stretch else None, args.repeats, scale,
+                                        args.profile and not k))
             except Exception as error:  # noqa: BLE001 - one clip's failure is reported, the others still run
                 results.append(Result(path.name, SCALES.get(path.name, DEFAULT_SCALE), solver,
                                       error=f"{type(error).__name__}: {error}"))
                 print(f"{path.name} ({solver}): FAILED: {results[-1].error}")
             print()
+    takes.cleanup()
 
     print(markdown(results))
     print()
@@ -455,11 +513,15 @@ def main(argv=None) -> int:
     print("over Blender's visual nla.bake of every bone on the same frames.")
     for r in results:
         if not r.error:
-            print(f"{r.clip}: largest step growth over the source's: {r.step_excess_mm:.1f} mm ({r.step_excess_at})")
+            print(f"{r.clip}: largest step growth over the source's: {r.step_excess_mm:.1f} mm ({r.step_excess_at}); "
+                  f"a bone end's largest step over its largest in the source (the tests' check): "
+                  f"{r.step_growth_mm:.1f} mm")
         if r.message:
             print(f"{r.clip}: last_solve: {r.message}")
         if r.image:
             print(f"{r.clip}: plot {r.image}")
+        if r.profile:
+            print(f"{r.clip}: cProfile of one more of our bakes ({r.frames} frames):\n{r.profile}")
 
     args.output.mkdir(parents=True, exist_ok=True)
     out = args.output / "bench_cleanup.json"

@@ -43,6 +43,7 @@ How to run (from the repository root, with the bpy-module virtual environment)::
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import time
@@ -87,10 +88,11 @@ class Run:
 # -- scene and path ------------------------------------------------------------------
 
 
-def demo_scene():
-    """A fresh factory scene with the pinned basic human; returns the armature."""
+def demo_scene(pins=scenes.DEMO_PINS):
+    """A fresh factory scene with the basic human, position pins on ``pins`` (default: both
+    feet and the left hand); returns the armature."""
     scenes.empty_scene()
-    return scenes.basic_human()
+    return scenes.basic_human(pins=pins)
 
 
 def drag_path(start: np.ndarray, steps: int) -> np.ndarray:
@@ -232,9 +234,9 @@ def profile_ours(obj, solver_name: str, path: np.ndarray, rest: dict, top: int =
 # -- Blender's IK ----------------------------------------------------------------------
 
 
-def blender_rig(ik_solver: str):
-    """A fresh scene whose IK constraints hold the same pins and follow the drag empty."""
-    obj = demo_scene()
+def blender_rig(ik_solver: str, pinned=scenes.DEMO_PINS):
+    """A fresh scene whose IK constraints hold the same pins (on ``pinned``) and follow the drag empty."""
+    obj = demo_scene(pinned)
     pins = pin_list(obj)
     collection = bpy.context.scene.collection
     obj.pose.ik_solver = ik_solver
@@ -266,8 +268,8 @@ def blender_rig(ik_solver: str):
     return obj, drag_empty, pins
 
 
-def run_blender(ik_solver: str, label: str, path: np.ndarray) -> Run:
-    obj, empty, pins = blender_rig(ik_solver)
+def run_blender(ik_solver: str, label: str, path: np.ndarray, pinned=scenes.DEMO_PINS) -> Run:
+    obj, empty, pins = blender_rig(ik_solver, pinned)
     bpy.context.view_layer.update()  # warm-up: the first evaluation with the constraints
     run = Run(label, note="iterations not exposed")
     for target in path:
@@ -355,4 +357,6 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    code = main()
+    sys.stdout.flush()
+    os._exit(code)  # the bpy module can hang at exit with add-ons registered
