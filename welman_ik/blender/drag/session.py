@@ -24,6 +24,8 @@ from .state import EVENT_BUDGET
 LAST_SOLVE = ("iterations", "drag_error", "max_pin_error", "milliseconds", "converged", "message", "eased_pin_error",
               "eased_frames", "operation")
 SOLVER_NAMES = {item[0]: item[1] for item in SOLVER_ITEMS}  # identifier -> the name a user reads
+OVERRUN_MEMORY = 0.9  # per event, how much of the longest recent overrun of a solve's budget is still allowed for
+MIN_SOLVE_SHARE = 0.5  # of a mouse event's budget: the solve's least, however long writing the pose takes
 DEFAULT_ANCHOR = 0.5  # the bone's middle: Welman (1993) found it avoids unwanted twist
 
 
@@ -49,6 +51,8 @@ class DragSession:
         self.bone = bone
         self.anchor = anchor
         self.event_budget = event_budget
+        self.apply_seconds = 0.0  # what the last event's write, evaluation and measure took
+        self.overrun_seconds = 0.0  # how far the solves ran past their budget lately (the longest, fading)
         self.snapshot = PoseSnapshot(obj)
         s = self.settings
         self.settings_before = (s.chain_length, s.solver, tuple(getattr(s.last_solve, f) for f in LAST_SOLVE))
@@ -65,12 +69,30 @@ class DragSession:
         return self.solver.drag_goal.point(kin) - self.solver.goals.offsets[-1]
 
     def move(self, ray_origin, ray_direction) -> Figures:
-        """A mouse event: the goal is the point on the mouse ray closest to the effector."""
+        """A mouse event: the goal is the point on the mouse ray closest to the effector. The
+        event's time is its budget: the solve takes what writing, evaluating and measuring the
+        pose (``apply``) left of it on the last event."""
         started = time.perf_counter()
         self.goal = closest_point_on_ray(ray_origin, ray_direction, self.effector())
-        self.figures = self.solver.apply(self.solver.solve(self.goal, time_budget=self.event_budget))
+        budget = self.solve_budget()
+        solving = time.perf_counter()
+        result = self.solver.solve(self.goal, time_budget=budget)
+        applying = time.perf_counter()
+        if budget is not None:  # a solve checks its clock between iterations: it ends past it by up to one
+            self.overrun_seconds = max(applying - solving - budget, OVERRUN_MEMORY * self.overrun_seconds, 0.0)
+        self.figures = self.solver.apply(result)
+        self.apply_seconds = time.perf_counter() - applying
         self.milliseconds.append(1000.0 * (time.perf_counter() - started))
         return self.figures
+
+    def solve_budget(self) -> float | None:
+        """Seconds of solving this event may take: the event's budget less what the last
+        event's ``apply`` took and how far the solves ran past their budget lately (at least
+        ``MIN_SOLVE_SHARE`` of the budget); None: no limit."""
+        if self.event_budget is None:
+            return None
+        spent = self.apply_seconds + self.overrun_seconds
+        return max(MIN_SOLVE_SHARE * self.event_budget, self.event_budget - spent)
 
     def _rebuild(self) -> None:
         """A new solver from the pose as it is now (after a change of chain or solver)."""
@@ -144,7 +166,7 @@ class DragSession:
             self._rebuild()
             raise
         if self.goal is not None:  # the figures of the new goals (confirm settles from them)
-            self.figures = self.solver.apply(self.solver.solve(self.goal, time_budget=self.event_budget))
+            self.figures = self.solver.apply(self.solver.solve(self.goal, time_budget=self.solve_budget()))
         return done
 
     def _undo_toggle(self) -> None:

@@ -211,7 +211,8 @@ def solve(problem: Problem, q0) -> SolveResult:
             pot.c[first + 1:] *= ESCALATION
             restart(q, kin, errors)
             continue
-        nudged = escape_nudge(problem, groups, q, errors, movable) if nudges < MAX_NUDGES and problem.rescue else None
+        nudged = (escape_nudge(problem, groups, q, errors, movable, deadline=deadline)
+                  if nudges < MAX_NUDGES and problem.rescue else None)
         if nudged is None:
             break
         nudges += 1

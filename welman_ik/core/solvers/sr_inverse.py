@@ -91,13 +91,14 @@ NEAR_MET = 100.0  # goals within this many tolerances take the reference's step 
 
 
 def escape_nudge(problem: Problem, groups, q: np.ndarray, errors: np.ndarray,
-                 movable: np.ndarray, angle: float = 0.05):
+                 movable: np.ndarray, angle: float = 0.05, deadline: float = np.inf):
     """The best single-hinge rotation by +-``angle`` [rad], or None if none helps.
 
     Used only when the step has stalled at a singular configuration (a straight chain
     pulled along itself), where no first-order step helps. A nudge must lower the
     weighted error of the first level not yet met without raising any level above it;
-    at a true optimum none does, and the solver stops as before.
+    at a true optimum none does, and the solver stops as before. Past ``deadline`` (a drag's
+    time per mouse event) the trials stop: the best so far, or None.
     """
     sk = problem.skeleton
     weights = np.array([g.weight for g in problem.goals])
@@ -107,6 +108,8 @@ def escape_nudge(problem: Problem, groups, q: np.ndarray, errors: np.ndarray,
 
     best_q, best = None, key(errors)
     for j in np.flatnonzero(movable & ~sk.prismatic):
+        if time.perf_counter() > deadline:
+            break
         for sign in (1.0, -1.0):
             trial = problem.constrain(q + sign * angle * (np.arange(sk.size) == j))
             trial_key = key(goal_errors(problem.goals, sk.forward(trial)))
@@ -353,7 +356,7 @@ def _solve(problem: Problem, q0, deadline: float, swapped: bool = False) -> Solv
                     break
                 beta *= 0.5
         if new_q is None or np.abs(new_q - q).max(initial=0.0) < 1e-12:
-            nudged = escape_nudge(problem, groups, q, errors, movable) if problem.rescue else None
+            nudged = escape_nudge(problem, groups, q, errors, movable, deadline=deadline) if problem.rescue else None
             if nudged is None:
                 break
             q, kin = nudged, sk.forward(nudged)
