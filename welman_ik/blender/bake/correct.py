@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...core import SOLVERS, PositionGoal, Problem
+from ...core import SOLVERS, Problem
 from ..pins.setup import preferred_pose
 from ..rig.evaluated import Measured
 from .keys import write_keys
@@ -30,11 +30,7 @@ def close_loop(plan, log, sampling, measure, results: dict) -> dict[int, Measure
         for frame in missed:
             sample = sampling.at(frame)  # the baked pose: the scene samples the written action
             model = sample.tree.model
-            bones, anchors, targets, weights, _ = log.positions[frame]
-            goals = [PositionGoal(*model.anchor_local(bone, anchor), target, weight=weight, priority=priority)
-                     for bone, anchor, target, weight, priority
-                     in zip(bones, anchors, targets, weights, log.priorities[frame])]
-            goals += measure.shaped_goals(model, frame)
+            goals = log.position_goals(model, frame) + log.shaped_goals(model, frame)
             problem = Problem(sample.skeleton, goals, tolerance=plan.tolerance, max_iterations=s.max_iterations,
                               damping=s.damping, reference=preferred_pose(s.reference, sample.q0),
                               reference_weight=s.reference_weight, ranges=sample.ranges)

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...core import PositionGoal
+from ..pins import goals as shaped_goals
 from ..pins.goals import SHAPED_KINDS
 from .frames import is_eased
 from .goals import FrameGoals
@@ -28,6 +30,22 @@ class BakeLog:
         self.eased: dict[int, tuple[np.ndarray, list]] = {}
         self.solved: dict[int, Solved] = {}
         self.bones: set[str] = set()  # every bone a solve has written
+
+    def position_goals(self, model, frame: int) -> list:
+        """``frame``'s position goals (the pins' and the edit's) as logged, on ``model``."""
+        bones, anchors, targets, weights, _ = self.positions[frame]
+        return [PositionGoal(*model.anchor_local(bone, anchor), target, weight=weight, priority=priority)
+                for bone, anchor, target, weight, priority in zip(bones, anchors, targets, weights,
+                                                                  self.priorities[frame])]
+
+    def shaped_goals(self, model, frame: int, entries: list | None = None) -> list:
+        """``frame``'s goals of the other kinds (``entries``: those instead of the logged ones),
+        on ``model``."""
+        logged, support = self.shaped.get(frame, ([], None))
+        entries = logged if entries is None else entries
+        kin = model.skeleton.forward(model.q0) if entries else None
+        return [shaped_goals.build(self.plan.obj, model, kin, pin, priority, support, **fields)
+                for pin, fields, priority in entries]
 
     def add(self, goals: FrameGoals, solved: Solved, bones) -> None:
         frame, plan = goals.frame, self.plan

@@ -15,7 +15,6 @@ from ..pins.figures import Figures, record
 from ..pins.goals import describe, pin_bones
 from ..rig.evaluated import GoalSet, Measured, anchor_points, measure
 from ..rig.evaluated import slack as evaluated_slack
-from ..rig.model import RigModel
 from ..rig.units import length_text
 from .report import frame_ranges, list_misses
 
@@ -77,17 +76,10 @@ class BakeMeasure:
             self.own[frame] = self._with_shaped(own, shaped_own[frame]) if frame in shaped_own else own
         return out
 
-    def shaped_goals(self, model: RigModel, frame: int, entries: list | None = None) -> list:
-        logged, support = self.log.shaped.get(frame, ([], None))
-        entries = logged if entries is None else entries
-        kin = model.skeleton.forward(model.q0) if entries else None
-        return [shaped_goals.build(self.plan.obj, model, kin, pin, priority, support, **fields)
-                for pin, fields, priority in entries]
-
     def _shaped_measure(self, frame: int, entries: list, tolerance: float) -> Measured:
         """The other kinds' pins of ``frame`` (``entries``) measured on the evaluated pose."""
         model = self.sampling.tree.model
-        built = self.shaped_goals(model, frame, entries)
+        built = self.log.shaped_goals(model, frame, entries)
         names = sorted({n for pin, *_ in entries for n in pin_bones(self.plan.obj, pin) if n in model.bones})
         kin = shaped_goals.evaluated_kinematics(self.plan.obj, model, model.q0, names)
         errors = shaped_goals.goal_errors(built, kin)

@@ -7,10 +7,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...core import SOLVERS, PositionGoal, Problem
+from ...core import SOLVERS, Problem
 from ...core.contacts import ease
 from ...core.problem import goal_errors
-from ..pins import goals as shaped_goals
 from ..pins.setup import preferred_pose
 
 
@@ -63,26 +62,21 @@ def _above(plan, log, sampling, frame: int, q: np.ndarray, layout) -> np.ndarray
     pin in force on the frame (a floor) more than the solve left it, the frame's goals solved
     again from it, keeping to it: the foot turns up off the floor (or the leg gives back that
     much of the ease) instead of going through it."""
-    entries, support = log.shaped.get(frame, ([], None))
-    if not entries:
+    if not log.shaped.get(frame, ([], None))[0]:
         return q
     sample = sampling.at(frame)
     model = sample.tree.model
     if sample.tree.layout != layout:
         return q
-    built = [shaped_goals.build(plan.obj, model, sample.animated, pin, priority, support, **fields)
-             for pin, fields, priority in entries]
+    built = log.shaped_goals(model, frame)
     sided = [goal for goal in built if goal.one_sided]
     if not sided:
         return q
     allowed = np.maximum(goal_errors(sided, sample.skeleton.forward(log.solved[frame].q)), plan.tolerance)
     if np.all(goal_errors(sided, sample.skeleton.forward(q)) <= allowed):
         return q
-    bones, anchors, targets, weights, _ = log.positions[frame]
-    goals = [PositionGoal(*model.anchor_local(bone, anchor), target, weight=weight, priority=priority)
-             for bone, anchor, target, weight, priority in zip(bones, anchors, targets, weights, log.priorities[frame])]
     s = plan.settings
-    problem = Problem(sample.skeleton, goals + built, tolerance=plan.tolerance, max_iterations=s.max_iterations,
+    problem = Problem(sample.skeleton, log.position_goals(model, frame) + built, tolerance=plan.tolerance, max_iterations=s.max_iterations,
                       damping=s.damping, reference=preferred_pose(s.reference, q), reference_weight=s.reference_weight,
                       ranges=sample.ranges)
     result = SOLVERS[s.solver](problem, q)

@@ -173,10 +173,7 @@ class WELMAN_IK_OT_pin_to(ArmatureOperator, bpy.types.Operator):
         for name, fields in records:
             if self.kind == "TOGETHER":
                 fields["target_anchor"] = nearest_anchor(target, bone, fields["location"])
-            old = next((p for p in pins if p.bone == name and p.kind == self.kind), None)
-            if old is not None:  # back in the world first: the fields below are the world's
-                old.target_object, old.target_bone = None, ""
-            pin = add_pin(pins, name, self.kind, fields, self.anchor)
+            pin = add_pin(pins, name, self.kind, fields, self.anchor)  # (a pin replaced is back in the world)
             pin.target_bone = bone  # (no target yet: nothing recorded)
             pin.target_object = target  # recorded in the target's space
         obj.welman_ik.active_pin_index = len(pins) - 1

@@ -91,10 +91,8 @@ class WELMAN_IK_UL_pins(bpy.types.UIList):
             scene = getattr(context, "scene", None)
             text = body.row(align=True)
             text.active = in_force(item, None if scene is None else scene.frame_current)
-            if follows(item) and lost_reason(item):  # kept, but the solves leave it out until set again
-                text.label(text=f"{pin_name(item)} {pin_detail(item)}", icon="ERROR")
-            else:
-                text.label(text=f"{pin_name(item)} {pin_detail(item)}")
+            lost = follows(item) and lost_reason(item)  # kept, but the solves leave it out until set again
+            text.label(text=f"{pin_name(item)} {pin_detail(item)}", icon="ERROR" if lost else "NONE")
         else:
             # Renamed or deleted: kept (the solver refuses it), greyed, with the reason; the
             # list's Remove button takes it out.

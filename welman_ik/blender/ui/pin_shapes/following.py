@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...rig.targets import lost_reason, other_bone, other_point, space_matrix, world_fields
+from ...rig.targets import follows, lost_reason, other_bone, other_point, space_matrix, world_fields
 from .parts import TETHER, TETHER_TARGET, Shapes
 
 UNREADABLE = (LookupError, AttributeError, TypeError, ValueError, ReferenceError)  # a target half gone
@@ -19,7 +19,7 @@ UNREADABLE = (LookupError, AttributeError, TypeError, ValueError, ReferenceError
 def follower_rows(pins) -> list[int]:
     """The indices of the pins whose fields are in a target's space (``rig.targets.follows``):
     one quick look at each pin (none in the common case)."""
-    return [i for i, p in enumerate(pins) if p.space_name or p.target_object is not None]
+    return [i for i, p in enumerate(pins) if follows(p)]
 
 
 class Followers:
@@ -52,7 +52,7 @@ def place_followers(scene) -> Followers:
             matrix = space_matrix(pin.space_object, pin.space_bone)
             world = world_fields(pin, matrix)
             if other_bone(pin):
-                world["location"] = other_point(pin)
+                world["location"] = other_point(pin, matrix)
                 followers.met.add(i)
             values = [np.asarray(world[k], dtype=float) for k in ("location", "rotation", "direction")]
             if not all(np.all(np.isfinite(v)) for v in values):

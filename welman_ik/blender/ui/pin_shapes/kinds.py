@@ -94,25 +94,15 @@ def measure_and_shape(scene: PinScene, pin, i: int, shapes: Shapes) -> float:
         if miss > threshold:
             shapes.miss("LINES", PIN_VIOLATED, [point, foot])
         return miss
-    if kind == "PLANE":
+    if kind in {"PLANE", "FLOOR"}:  # a patch of the plane under the point (a floor: unfilled, missed only below)
         n = unit(scene.directions[i])
         height = float((point - location) @ n)
         foot = point - height * n
-        miss = abs(height)
+        miss = abs(height) if kind == "PLANE" else max(0.0, -height)
         frame = PLANE_HALF * plane_basis(n).T  # (2, 3)
         shapes.add("LINES", shape_colour(miss, threshold), foot + PLANE_LINES @ frame)
-        shapes.add("TRIS", FILL_HELD if miss <= threshold else FILL_VIOLATED, foot + PLANE_TRIS @ frame)
-        shapes.add("POINTS", pin_colour(miss, threshold), [point])
-        if miss > threshold:
-            shapes.miss("LINES", PIN_VIOLATED, [point, foot])
-        return miss
-    if kind == "FLOOR":  # a patch of the plane under the point; the miss only below it
-        n = unit(scene.directions[i])
-        height = float((point - location) @ n)
-        foot = point - height * n
-        miss = max(0.0, -height)
-        frame = PLANE_HALF * plane_basis(n).T  # (2, 3)
-        shapes.add("LINES", shape_colour(miss, threshold), foot + PLANE_LINES @ frame)
+        if kind == "PLANE":
+            shapes.add("TRIS", FILL_HELD if miss <= threshold else FILL_VIOLATED, foot + PLANE_TRIS @ frame)
         shapes.add("POINTS", pin_colour(miss, threshold), [point])
         if miss > threshold:
             shapes.miss("LINES", PIN_VIOLATED, [point, foot])
