@@ -297,28 +297,52 @@ def render(path: Path) -> Path:
     return Path(path)
 
 
-def stack(paths, path: Path) -> Path:
-    """The PNGs ``paths`` (same width) one above the other, in one PNG."""
+def _pixels(paths) -> tuple[list, list]:
+    """(images, (h, w, 4) float pixels of each) of the PNGs ``paths``, loaded."""
     import numpy as np
 
     images = [bpy.data.images.load(str(p)) for p in paths]
-    width = images[0].size[0]
-    if any(image.size[0] != width for image in images):
-        raise ValueError("stack: the pictures differ in width")
     pixels = []
     for image in images:
         w, h = image.size
         buffer = np.empty(w * h * 4, dtype=np.float32)
         image.pixels.foreach_get(buffer)
         pixels.append(buffer.reshape(h, w, 4))
-    whole = np.concatenate(pixels[::-1], axis=0)  # Blender's rows run bottom to top
-    out = bpy.data.images.new("stack", width, whole.shape[0], alpha=False)
+    return images, pixels
+
+
+def _save_pixels(whole, path: Path, images) -> Path:
+    """``whole`` (h, w, 4) saved as the PNG ``path``; ``images`` (what it was made of) removed."""
+    out = bpy.data.images.new(Path(path).stem, whole.shape[1], whole.shape[0], alpha=False)
     out.pixels.foreach_set(whole.ravel())
     out.filepath_raw, out.file_format = str(path), "PNG"
     out.save()
     for image in [*images, out]:
         bpy.data.images.remove(image)
     return Path(path)
+
+
+def stack(paths, path: Path) -> Path:
+    """The PNGs ``paths`` (same width) one above the other, in one PNG."""
+    import numpy as np
+
+    images, pixels = _pixels(paths)
+    if any(p.shape[1] != pixels[0].shape[1] for p in pixels):
+        raise ValueError("stack: the pictures differ in width")
+    return _save_pixels(np.concatenate(pixels[::-1], axis=0), path, images)  # Blender's rows run bottom to top
+
+
+def strip(paths, path: Path, gap: int = 6) -> Path:
+    """The PNGs ``paths`` (same height) side by side, a thin white gap between, in one PNG."""
+    import numpy as np
+
+    images, pixels = _pixels(paths)
+    height = pixels[0].shape[0]
+    if any(p.shape[0] != height for p in pixels):
+        raise ValueError("strip: the pictures differ in height")
+    gap_column = np.ones((height, gap, 4), dtype=np.float32)
+    columns = [part for i, p in enumerate(pixels) for part in ([gap_column, p] if i else [p])]
+    return _save_pixels(np.concatenate(columns, axis=1), path, images)
 
 
 def add_sticks(obj, radius: float = 0.025, colour=(0.55, 0.56, 0.60, 1.0)) -> list:

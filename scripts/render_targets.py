@@ -99,14 +99,6 @@ def activate(obj, mode: str = "POSE") -> None:
     bpy.ops.object.mode_set(mode=mode)
 
 
-def pin(obj, bone: str, kind: str):
-    scenes.select(obj, [bone])
-    with scenes.quiet():
-        assert bpy.ops.welman_ik.pin(kind=kind) == {"FINISHED"}
-    scenes.select(obj, [])
-    return next(p for p in obj.welman_ik.pins if p.bone == bone and p.kind == kind)
-
-
 def mesh(name: str, build, colour, parent=None):
     """A mesh object from ``build(bm)``, smooth, coloured, parented (object) to ``parent``
     with its vertices in the parent's space."""
@@ -194,22 +186,27 @@ def partner_rig(at, walk=(0.0, -1.0, 0.0)):
     return partner, parts
 
 
-def prop_scene():
-    """Set-up 1 baked; (rig, hand pin, feet pins, feet at rest, shown objects)."""
+def figure():
+    """A new scene with a basic human metarig and its body, in object mode; (rig, shown objects)."""
     scenes.empty_scene()
     render.setup_workbench()
     obj = scenes.basic_human(pins=())
     bpy.ops.object.mode_set(mode="OBJECT")
     bpy.context.view_layer.update()
-    shown = render.add_body(obj)
+    return obj, render.add_body(obj)
+
+
+def prop_scene():
+    """Set-up 1 baked; (rig, hand pin, feet pins, feet at rest, shown objects)."""
+    obj, shown = figure()
     empty, meshes = cup(world_point(obj, "hand.R"), next(p for p in shown if p.parent_bone == "hand.R"))
     shown += meshes
     activate(obj)
     rest_keys(obj)
     for foot in ("foot.L", "foot.R"):
-        pin(obj, foot, "POSE")
+        scenes.pin_one(obj, foot, "POSE")
     feet = [p for p in obj.welman_ik.pins if p.bone.startswith("foot.")]
-    pin(obj, "hand.R", "POSE").target_object = empty
+    scenes.pin_one(obj, "hand.R", "POSE").target_object = empty
     at = {(p.bone, a): world_point(obj, p.bone, a) for p in feet for a in (0.0, 1.0)}
     with scenes.quiet():
         assert bpy.ops.welman_ik.bake(frame_start=1, frame_end=LAST) == {"FINISHED"}
@@ -223,12 +220,7 @@ def partner_scene():
     """Set-up 2 baked; (rig, hand pin, partner, shown objects). Both characters walk the metre
     (their objects keyed), as an animator's two characters would; the first one's hand is laid
     on the partner's shoulder (a drag), pinned there, and holds while the partner's chest turns."""
-    scenes.empty_scene()
-    render.setup_workbench()
-    obj = scenes.basic_human(pins=())
-    bpy.ops.object.mode_set(mode="OBJECT")
-    bpy.context.view_layer.update()
-    shown = render.add_body(obj)
+    obj, shown = figure()
     obj.keyframe_insert("location", frame=1)
     obj.location = (0.0, -1.0, 0.0)
     obj.keyframe_insert("location", frame=LAST)
@@ -241,7 +233,7 @@ def partner_scene():
     with scenes.quiet():
         bpy.ops.welman_ik.drag(bone="hand.L", target=tuple(shoulder))
     rest_keys(obj)  # the hand on the shoulder, as the animation's own pose
-    hand = pin(obj, "hand.L", "POSITION")
+    hand = scenes.pin_one(obj, "hand.L", "POSITION")
     hand.target_object = partner
     hand.target_bone = "upper_arm.R"
     with scenes.quiet():
@@ -302,30 +294,6 @@ def bounds(shown, frames) -> list:
     return boxes
 
 
-def strip(paths, path: Path, gap: int = 6) -> Path:
-    """The PNGs ``paths`` (same height) side by side, a thin white gap between, in one PNG."""
-    images = [bpy.data.images.load(str(p)) for p in paths]
-    height = images[0].size[1]
-    columns = []
-    for i, image in enumerate(images):
-        w, h = image.size
-        if h != height:
-            raise ValueError("strip: the pictures differ in height")
-        buffer = np.empty(w * h * 4, dtype=np.float32)
-        image.pixels.foreach_get(buffer)
-        if i:
-            columns.append(np.ones((height, gap, 4), dtype=np.float32))
-        columns.append(buffer.reshape(h, w, 4))
-    whole = np.concatenate(columns, axis=1)
-    out = bpy.data.images.new("strip", whole.shape[1], height, alpha=False)
-    out.pixels.foreach_set(whole.ravel())
-    out.filepath_raw, out.file_format = str(path), "PNG"
-    out.save()
-    for image in [*images, out]:
-        bpy.data.images.remove(image)
-    return Path(path)
-
-
 def pictures(name: str, shown, direction, text, markers, out: Path, elevation: float, floor, resolution,
              size: float = 0.075) -> Path:
     """Render ``FRAMES`` with one camera along ``direction`` framing the whole motion; the
@@ -349,7 +317,7 @@ def pictures(name: str, shown, direction, text, markers, out: Path, elevation: f
         paths.append(render.render(out / f"targets_{name}_{frame}.png"))
         for o in made:
             bpy.data.objects.remove(o)
-    return strip(paths, out / f"targets_{name}.png")
+    return render.strip(paths, out / f"targets_{name}.png")
 
 
 # --- main ------------------------------------------------------------------------------------

@@ -15,7 +15,7 @@ if str(ROOT) not in sys.path:
 import addon_utils
 import bpy
 
-from welman_ik.cleanup.clips import quiet  # noqa: F401 - the scripts' scenes.quiet()
+from welman_ik.cleanup.clips import quiet
 
 FEET = ("toe.L", "toe.R", "heel.02.L", "heel.02.R")
 DEMO_PINS = FEET + ("hand.L",)
@@ -74,6 +74,16 @@ def pin_bones(obj, pins) -> None:
         select(obj, pins)
         bpy.ops.welman_ik.pin()
     select(obj, ())
+
+
+def pin_one(obj, bone: str, kind: str):
+    """Pin bone ``bone`` by ``kind`` where it is (the pin operator, quietly), then no selection;
+    returns its pin (the first of the bone's pins of that kind)."""
+    select(obj, [bone])
+    with quiet():
+        assert bpy.ops.welman_ik.pin(kind=kind) == {"FINISHED"}
+    select(obj, ())
+    return next(p for p in obj.welman_ik.pins if p.bone == bone and p.kind == kind)
 
 
 def select(obj, names) -> None:

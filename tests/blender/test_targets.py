@@ -33,14 +33,6 @@ def _object_mode_then(obj, make):
     return made
 
 
-def _pin(obj, bone: str, kind: str):
-    scenes.select(obj, [bone])
-    with scenes.quiet():
-        assert bpy.ops.welman_ik.pin(kind=kind) == {"FINISHED"}
-    scenes.select(obj, [])
-    return next(p for p in obj.welman_ik.pins if p.bone == bone and p.kind == kind)
-
-
 def _cup(at, keyed: bool = True, name: str = "Cup"):
     """An Empty at ``at``; ``keyed``: keyed to move 60 cm (forward, in and down) and turn 90
     degrees about the vertical over frames 1 to 60."""
@@ -74,7 +66,7 @@ def test_setting_a_target_records_the_pin_in_its_space_and_keeps_it_in_the_world
     cup.rotation_euler = (0.3, 0.2, 1.0)
     cup.scale = (2.0, 2.0, 2.0)
     bpy.context.view_layer.update()
-    pin = _pin(obj, "hand.R", "POSE")
+    pin = scenes.pin_one(obj, "hand.R", "POSE")
     world = (np.array(pin.location), pin.rotation[:])
     pin.target_object = cup
     local = (cup.matrix_world.inverted() @ Vector(world[0]))
@@ -96,8 +88,8 @@ def test_a_hand_on_a_moving_prop_holds_on_every_baked_frame(bare_human):
     cup = _object_mode_then(obj, lambda: _cup(world_point(obj, "hand.R")))
     cup_keys = [tuple(k.co) for fc in action_fcurves(cup) for k in fc.keyframe_points]
     for foot in ("foot.L", "foot.R"):
-        _pin(obj, foot, "POSE")
-    hand = _pin(obj, "hand.R", "POSE")
+        scenes.pin_one(obj, foot, "POSE")
+    hand = scenes.pin_one(obj, "hand.R", "POSE")
     hand.target_object = cup
     original, original_keys = obj.animation_data.action, _keys(obj)
     feet = {(b, a): world_point(obj, b, a) for b in ("foot.L", "foot.R") for a in (0.0, 1.0)}
@@ -157,7 +149,7 @@ def test_a_hand_on_another_character_holds_on_every_baked_frame(bare_human):
     _rest_keys(obj)
     partner = _partner((1.05, 0.0, 0.0))
     partner_keys = _partner_keys(partner)
-    hand = _pin(obj, "hand.L", "POSITION")
+    hand = scenes.pin_one(obj, "hand.L", "POSITION")
     hand.target_object = partner
     hand.target_bone = "upper_arm.R"
     assert (hand.space_object, hand.space_bone) == (partner, "upper_arm.R")
@@ -179,7 +171,7 @@ def test_a_drag_holds_a_pin_where_its_target_is_now(bare_human):
     the pinned hand to where the Empty has it now."""
     obj = bare_human
     cup = _object_mode_then(obj, lambda: _cup(world_point(obj, "hand.R"), keyed=False))
-    hand = _pin(obj, "hand.R", "POSITION")
+    hand = scenes.pin_one(obj, "hand.R", "POSITION")
     hand.target_object = cup
     cup.location = tuple(np.array(cup.location) + [0.1, -0.15, 0.05])
     bpy.context.view_layer.update()
@@ -215,8 +207,8 @@ def test_a_deleted_target_disables_its_pin_and_the_bake_goes_on(bare_human, capf
     obj = bare_human
     _rest_keys(obj)
     cup = _object_mode_then(obj, lambda: _cup(world_point(obj, "hand.R")))
-    _pin(obj, "foot.L", "POSE")
-    hand = _pin(obj, "hand.R", "POSE")
+    scenes.pin_one(obj, "foot.L", "POSE")
+    hand = scenes.pin_one(obj, "hand.R", "POSE")
     hand.target_object = cup
     bpy.data.objects.remove(cup)
     assert hand.target_object is None
@@ -231,7 +223,7 @@ def test_a_deleted_target_disables_its_pin_and_the_bake_goes_on(bare_human, capf
 def test_a_renamed_target_bone_disables_its_pin_in_a_drag(bare_human, capfd):
     obj = bare_human
     partner = _partner((1.05, 0.0, 0.0))
-    hand = _pin(obj, "hand.L", "POSITION")
+    hand = scenes.pin_one(obj, "hand.L", "POSITION")
     hand.target_object, hand.target_bone = partner, "upper_arm.R"
     partner.data.bones["upper_arm.R"].name = "arm_upper.R"
     before = world_point(obj, "hand.R")
@@ -256,7 +248,7 @@ def test_a_cycle_is_refused_and_nothing_changes(bare_human, how):
         target, bone = _partner((1.05, 0.0, 0.0)), "upper_arm.R"
         back = target.welman_ik.pins.add()
         back.bone, back.kind, back.target_object, back.target_bone = "hand.R", "POSITION", obj, "hand.L"
-    hand = _pin(obj, "hand.L", "POSITION")
+    hand = scenes.pin_one(obj, "hand.L", "POSITION")
     hand.target_object, hand.target_bone = target, bone
     before = world_point(obj, "hand.R")
     with pytest.raises(RuntimeError, match="cannot follow its target"):
@@ -272,7 +264,7 @@ def test_a_floor_on_a_slope_follows_its_object(bare_human):
     slope.rotation_euler = (math.radians(10.0), 0.0, 0.0)
     bpy.context.view_layer.update()
     for toe in ("toe.L", "toe.R"):
-        _pin(obj, toe, "FLOOR")  # (its head and tail)
+        scenes.pin_one(obj, toe, "FLOOR")  # (its head and tail)
     for pin in obj.welman_ik.pins:
         pin.target_object = slope
     pin = obj.welman_ik.pins[0]
@@ -290,7 +282,7 @@ def test_a_floor_on_a_slope_follows_its_object(bare_human):
 def test_a_target_survives_save_and_reopen(bare_human, tmp_path):
     obj = bare_human
     cup = _object_mode_then(obj, lambda: _cup(world_point(obj, "hand.R")))
-    hand = _pin(obj, "hand.R", "POSE")
+    hand = scenes.pin_one(obj, "hand.R", "POSE")
     hand.target_object = cup
     record, name = tuple(hand.location), obj.name
     path = tmp_path / "held.blend"
@@ -316,7 +308,7 @@ def test_a_target_linked_from_a_library_is_followed(bare_human, tmp_path):
     bpy.context.scene.collection.objects.link(linked)
     bpy.context.view_layer.update()
     assert linked.library is not None
-    hand = _pin(obj, "hand.R", "POSITION")
+    hand = scenes.pin_one(obj, "hand.R", "POSITION")
     hand.target_object = linked
     goal = world_fields(hand)["location"]
     with scenes.quiet():
@@ -338,7 +330,7 @@ def test_every_kind_with_a_place_follows_its_target(bare_human, kind):
     evaluated pose."""
     obj = bare_human
     cup = _object_mode_then(obj, lambda: _cup(world_point(obj, "hand.L") + [0.0, 0.0, 0.02], keyed=False))
-    pin = _pin(obj, "hand.L", kind)
+    pin = scenes.pin_one(obj, "hand.L", kind)
     pin.target_object = cup
     cup.location = tuple(np.array(cup.location) + [-0.04, -0.1, 0.05])
     cup.rotation_euler = (0.0, math.radians(10.0), math.radians(30.0))
@@ -373,7 +365,7 @@ def test_a_pin_unpinned_during_a_drag_comes_back_on_its_target_after_cancel(bare
 
     obj = bare_human
     cup = _object_mode_then(obj, lambda: _cup(world_point(obj, "hand.R"), keyed=False))
-    hand = _pin(obj, "hand.R", "POSITION")
+    hand = scenes.pin_one(obj, "hand.R", "POSITION")
     hand.target_object = cup
     cup.location = tuple(np.array(cup.location) + [0.0, -0.1, 0.0])  # so a record again would differ
     bpy.context.view_layer.update()
@@ -396,8 +388,8 @@ def test_a_rigify_hand_control_follows_a_moving_prop():
         pb.keyframe_insert("rotation_quaternion" if pb.rotation_mode == "QUATERNION" else "rotation_euler", frame=1)
     cup = _object_mode_then(obj, lambda: _cup(world_point(obj, "hand_ik.R")))
     for foot in ("foot_ik.L", "foot_ik.R"):
-        _pin(obj, foot, "POSE")
-    _pin(obj, "hand_ik.R", "POSE").target_object = cup
+        scenes.pin_one(obj, foot, "POSE")
+    scenes.pin_one(obj, "hand_ik.R", "POSE").target_object = cup
     feet = {b: world_point(obj, b) for b in ("foot_ik.L", "foot_ik.R")}
     with scenes.quiet():
         assert bpy.ops.welman_ik.bake(frame_start=1, frame_end=60, step=3) == {"FINISHED"}
