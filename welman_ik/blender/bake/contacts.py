@@ -95,6 +95,12 @@ def plants(settings, points: list[Point], paths: dict, fps: float = SPEED_FPS,
     a bone's tail plants agree with its head plants where both hold at once. With a
     ``floor`` height (world Z), no plant is held below it (a toe turned about its heel
     onto it), so that floor pins and plants can hold at once."""
+    return paired_plants(settings, points, paths, held_plants(settings, points, paths, fps, open_ends), floor)
+
+
+def held_plants(settings, points: list[Point], paths: dict, fps: float = SPEED_FPS,
+                open_ends: tuple[bool, bool] = (False, False)) -> dict[Point, list[contacts.Plant]]:
+    """Each point's plants on its own (``plants`` before a bone's two ends agree)."""
     found = {}
     speed = settings.contact_speed / max(fps, 1e-6)  # [m/s] to a distance per frame
     for p in points:
@@ -108,8 +114,14 @@ def plants(settings, points: list[Point], paths: dict, fps: float = SPEED_FPS,
                     "lower": np.linalg.norm(path - knee_joint, axis=1), "bend": settings.contact_knee_bend}
         found[p] = contacts.held_at_ends(path, contacts.held(path, ranges, settings.contact_min_frames, **knee),
                                          *open_ends)
-        if floor is not None:
-            found[p] = contacts.raised(found[p], floor, UP)
+    return found
+
+
+def paired_plants(settings, points: list[Point], paths: dict, held: dict[Point, list[contacts.Plant]],
+                  floor: float | None = None) -> dict[Point, list[contacts.Plant]]:
+    """The points' ``held`` plants (``held_plants``) with a bone's tail plants made to agree
+    with its head plants, none below ``floor`` (``plants``)."""
+    found = {p: held[p] if floor is None else contacts.raised(held[p], floor, UP) for p in points}
     for p in points:
         heel = next((q for q in points if q.bone == p.bone and q.anchor < p.anchor), None)
         if heel is not None:

@@ -55,11 +55,12 @@ clip's floor on every frame)"""
         points = foot_contacts.points_of(obj, bones, heel_toe, self.anchor)
         paths = foot_contacts.sample(scene, obj, points, frames)
         fps, open_ends = scene.render.fps / scene.render.fps_base, keyframes.keyed_past(obj, frames[0], frames[-1])
-        found = foot_contacts.plants(settings, points, paths, fps, open_ends)
+        held = foot_contacts.held_plants(settings, points, paths, fps, open_ends)
+        found = foot_contacts.paired_plants(settings, points, paths, held)
         self.floor = self.floor if self.properties.is_property_set("floor") else settings.contact_floor
         height = foot_contacts.floor_of(paths, found) if self.floor else None
         if height is not None:  # no plant held below the floor its floor pins hold
-            found = foot_contacts.plants(settings, points, paths, fps, open_ends, floor=height)
+            found = foot_contacts.paired_plants(settings, points, paths, held, floor=height)
         count = 0
         for point, plants in found.items():
             for plant in plants:
