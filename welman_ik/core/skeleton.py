@@ -247,6 +247,31 @@ class Skeleton:
             frames[:, :3, 3] += self._shift @ g
         return Kinematics(self, q, frames)
 
+    def forward_frames(self, q: np.ndarray) -> np.ndarray:
+        """The frames (F, n, 4, 4) of every joint for ``F`` configurations ``q`` (F, n) at once:
+        ``_forward`` with a leading frame axis (a bake's frames solved together)."""
+        n = self.size
+        q = np.asarray(q, dtype=float)
+        turn = q * self._revolute
+        stack = np.broadcast_to(self._fk_stack, (len(q), n + 2, 4, 4)).copy()
+        stack[:, :n, :3, :3] += (np.sin(turn)[:, :, None, None] * self._fk_sin
+                                 + (1.0 - np.cos(turn))[:, :, None, None] * self._fk_cos)
+        stack[:, :n, :3, 3] += q[:, :, None] * self._fk_slide
+        for pointer in self._rounds:
+            stack = stack[:, pointer] @ stack
+        frames = stack[:, :n]
+        d = self.detached
+        if d.size:
+            g = (frames[:, self.parent[d], :3] @ self._head_offsets)[..., 0]
+            frames[:, :, :3, 3] += np.einsum("nd,fdi->fni", self._shift, g)
+        return frames
+
+    def heads_frames(self, frames: np.ndarray) -> np.ndarray:
+        """``Kinematics.heads`` of frames (F, n, 4, 4) from ``forward_frames``: (F, n, 3)."""
+        base = np.broadcast_to(self.base, (len(frames), 1, 4, 4))
+        parents = np.concatenate([frames, base], axis=1)[:, self.parent]
+        return np.einsum("fnij,nj->fni", parents[:, :, :3, :3], self.rest[:, :3, 3]) + parents[:, :, :3, 3]
+
 
 class Kinematics:
     """The skeleton evaluated at one configuration: joint frames and Jacobians of points."""

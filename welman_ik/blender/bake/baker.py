@@ -22,6 +22,7 @@ import numpy as np
 from ..rig import driven, keyframes
 from ..rig.channels import PoseSnapshot
 from . import retarget_gates, retarget_pose
+from .batch import FrameBatch
 from .correct import close_loop
 from .edit import MotionEdit, surrounding_keys
 from .frames import pins_on
@@ -64,6 +65,7 @@ class Baker:
         self.pose_before = PoseSnapshot(obj)  # unkeyed edits included
         self.sampling = ClipSampler(self.plan, direct)
         self.solver = FrameSolver(self.plan)
+        self.batch = FrameBatch(self.plan, self.sampling)
         self.log = BakeLog(self.plan)
         self.measure = BakeMeasure(self.plan, self.log, self.sampling)
         self._results: dict[int, dict] = {}  # frame -> bone -> (rotation data path, rotation values, location)
@@ -95,10 +97,15 @@ class Baker:
 
     def next(self) -> float:
         """Sample, build the goals of and solve the next frame; returns its largest pin error [m]."""
-        sample = self.sampling.at(self.frames[self.index])
+        frame = self.frames[self.index]
         self.index += 1
-        goals = frame_goals(self.plan, sample)
-        solved = self.solver.solve(sample, goals)
+        taken = self.batch.take(frame)
+        if taken is None:
+            sample = self.sampling.at(frame)
+            goals, batched = frame_goals(self.plan, sample), None
+        else:
+            sample, goals, batched = taken
+        solved = self.solver.solve(sample, goals, batched)
         sample.tree.solutions.add(sample.frame, solved.q, solved.q0, sample.originals)
         self.log.add(goals, solved, sample.tree.model.bones)
         return float(solved.result.errors[:len(goals.goals)].max(initial=0.0))

@@ -40,12 +40,17 @@ class FrameSolver:
         self.continuity = Continuity()
         self.root_off: dict[tuple[str, float], np.ndarray] = {}  # how far the last frame left the roots' path
 
-    def solve(self, sample, goals: FrameGoals) -> Solved:
+    def solve(self, sample, goals: FrameGoals, batched=None) -> Solved:
+        """``batched``: the frame as the frames solved together settled it (``batch.Settled``),
+        taken where nothing carried over from the frame before changes it."""
         tree, s = sample.tree, self.plan.settings
         steered, key, asked = asking(goals)
         moving = tree.moving(key, steered)
         q_start, start = self.continuity.carry(sample.q0, tree.layout, moving, goals.share, self.plan.falloff,
                                                s.solver)
+        result = None if batched is None else self._batched(sample, goals, batched, asked, q_start)
+        if result is not None:
+            return self._solved(tree, sample, goals, result, asked)
         # The preferred pose of a bake is each frame's own animated pose, with the correction
         # carried over from the last frame (or easing off after a pin's end). The solve starts
         # there, or where the corrections of the last frames lead (``Continuity.carry``).
@@ -67,10 +72,34 @@ class FrameSolver:
             result = SOLVERS[s.solver](problem, start)
         if not np.all(np.isfinite(result.q)):
             raise RigError(f"The solver failed on frame {sample.frame} (non-finite result)")
+        return self._solved(tree, sample, goals, result, asked)
+
+    def _solved(self, tree, sample, goals: FrameGoals, result: SolveResult, asked: FrameGoals) -> Solved:
+        """The frame's outcome, handed on to the next frame."""
         q0, q = sample.q0.copy(), result.q.copy()
         self.continuity.solved(tree.layout, q0, q, result.converged)
         self.root_off = off_path(tree, q0, q, goals.path)
         return Solved(tree.layout, q0, q, result, tree.steering(asked.steered(self.plan.obj)))
+
+    def _batched(self, sample, goals: FrameGoals, settled, asked: FrameGoals,
+                 q_start: np.ndarray) -> SolveResult | None:
+        """The frame as the frames solved together left it (from its animated pose, the roots
+        on their path under 'FOLLOW'), with the joints that move no goal's point carrying the
+        corrections of the frames before, or easing them off after a pin's end, as the frame
+        by frame solve would (``Continuity.carry``: a foot's turn about its held heel once its
+        toe is let go); None where what the last frame hands on asks for more: the roots off
+        their path, or a goal the carried joints miss."""
+        if self.root_off or (goals.path and not self.continuity.held):
+            return None
+        q, errors = settled.q, settled.errors
+        carried = ~sample.tree.steering(asked.steered(self.plan.obj)) & (q_start != sample.q0)
+        if carried.any():
+            q = q.copy()
+            q[carried] = q_start[carried]
+            errors = goal_errors(goals.goals, sample.skeleton.forward(q))
+            if not np.all(errors <= self.plan.tolerance):
+                return None
+        return SolveResult(q=q, iterations=settled.iterations, errors=errors, converged=True)
 
     def _met(self, problem: Problem, start: np.ndarray, sample) -> SolveResult | None:
         """Where nothing is carried over and the animated pose already meets every goal (the

@@ -1,0 +1,129 @@
+"""Many frames solved together (``solvers.frames``, a bake's first pass): the SR inverse's
+common path with a frame axis gives, frame by frame, what the SR inverse gives each frame on
+its own where both settle, holds every goal of every frame it reports converged, and leaves
+frames without goals as they start."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+from chains import random_tree
+
+from welman_ik.core import FloorGoal, PositionGoal, Problem
+from welman_ik.core.solvers import sr_inverse
+from welman_ik.core.solvers.frames import FramesProblem, solve_frames
+
+FRAMES = 60
+TOL = 1e-5
+
+
+def animated_tree(seed: int, prismatic: float = 0.0):
+    """A random tree (some joints not inheriting their parent's turn) and a smooth random
+    animation of it over FRAMES frames."""
+    rng = np.random.default_rng(seed)
+    n = 16
+    sk = random_tree(rng, n, p_prismatic=prismatic)
+    sk = replace(sk, inherits=rng.random(n) > 0.2)
+    q0 = np.cumsum(rng.normal(scale=0.02, size=(FRAMES, n)), axis=0)
+    return rng, sk, q0
+
+
+def points(sk, q, joints, local) -> np.ndarray:
+    fk = sk.forward_frames(q)[:, joints]
+    return np.einsum("fgij,gj->fgi", fk[..., :3, :3], local) + fk[..., :3, 3]
+
+
+def held_problem(seed: int) -> tuple[FramesProblem, np.ndarray]:
+    """Three points held where another animation near this one has them (so that every frame
+    can hold them), the third below the others and only on the first half of the frames."""
+    rng, sk, q0 = animated_tree(seed)
+    joints = rng.choice(np.arange(8, sk.size), 3, replace=False)
+    local = rng.normal(size=(3, 3))
+    targets = points(sk, q0 + rng.normal(scale=0.1, size=sk.size), joints, local)
+    weights = np.ones((FRAMES, 3))
+    weights[FRAMES // 2:, 2] = 0.0
+    return FramesProblem(sk, joints, local, targets, weights, np.array([0, 0, 1]), np.zeros((3, 3)),
+                         reference=q0, tolerance=TOL), q0
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_forward_frames_is_forward_on_each_frame(seed):
+    _, sk, q0 = animated_tree(seed, prismatic=0.3)
+    fk = sk.forward_frames(q0)
+    for f in range(0, FRAMES, 7):
+        kin = sk.forward(q0[f])
+        np.testing.assert_allclose(fk[f], kin.frames, atol=1e-12)
+        np.testing.assert_allclose(sk.heads_frames(fk)[f], kin.heads, atol=1e-12)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_each_converged_frame_holds_its_goals_as_the_sr_inverse_alone(seed):
+    """Goals every frame can hold: the pass settles at least half the frames (the rest are for the per-frame
+    solver and its rescues), each at the pose the SR inverse alone finds; every frame it reports
+    converged holds its goals."""
+    problem, q0 = held_problem(seed)
+    result = solve_frames(problem, q0)
+    sk = problem.skeleton
+    alone = []
+    for f in range(FRAMES):
+        goals = [PositionGoal(problem.joints[g], problem.local[g], problem.targets[f, g],
+                              priority=int(problem.priority[g])) for g in range(3) if problem.weights[f, g] > 0]
+        alone.append(sr_inverse.solve(Problem(sk, goals, reference=q0[f], tolerance=TOL, max_iterations=30,
+                                              rescue=False), q0[f]))
+    settled = np.array([a.converged for a in alone])
+    assert result.converged.mean() >= 0.5
+    for f in np.flatnonzero(result.converged):
+        present = problem.weights[f] > 0
+        errors = np.linalg.norm(points(sk, result.q[f:f + 1], problem.joints, problem.local)[0]
+                                - problem.targets[f], axis=1)
+        assert np.all(errors[present] <= TOL)
+        np.testing.assert_allclose(result.errors[f][present], errors[present], atol=1e-12)
+        if settled[f]:  # (where it settles too) the same least-norm steps, the same preferred pose
+            np.testing.assert_allclose(result.q[f], alone[f].q, atol=1e-3)
+
+
+def test_frames_without_goals_stay_as_they_start_and_absent_goals_pull_nothing():
+    problem, q0 = held_problem(1)
+    weights = problem.weights.copy()
+    weights[:10] = 0.0
+    result = solve_frames(replace(problem, weights=weights), q0)
+    assert np.array_equal(result.q[:10], q0[:10])
+    assert np.all(result.converged[:10]) and np.all(result.errors[:10] == 0.0)
+    # The third point, absent on the second half, is where the other two leave it there.
+    two = solve_frames(replace(problem, weights=weights[:, :2].copy(), joints=problem.joints[:2],
+                               local=problem.local[:2], targets=problem.targets[:, :2],
+                               priority=problem.priority[:2], normals=problem.normals[:2]), q0)
+    half = slice(FRAMES // 2, None)
+    both = result.converged[half] & two.converged[half]
+    np.testing.assert_allclose(result.q[half][both], two.q[half][both], atol=1e-9)
+
+
+def test_a_floor_lifts_only_what_is_below_it():
+    rng, sk, q0 = animated_tree(4)
+    joint, local = np.array([sk.size - 1]), rng.normal(size=(1, 3))
+    heights = points(sk, q0, joint, local)[:, 0, 2]
+    level = float(np.median(heights))
+    targets = np.zeros((FRAMES, 1, 3))
+    targets[:, 0, 2] = level
+    problem = FramesProblem(sk, joint, local, targets, np.ones((FRAMES, 1)), np.zeros(1, dtype=int),
+                            np.array([[0.0, 0.0, 1.0]]), reference=q0, tolerance=TOL)
+    result = solve_frames(problem, q0)
+    above = heights >= level
+    assert np.array_equal(result.q[above], q0[above])
+    after = points(sk, result.q, joint, local)[:, 0, 2]
+    done = result.converged & ~above
+    assert done.sum() >= 0.8 * (~above).sum()
+    assert np.all(after[done] >= level - TOL)
+    floor = FloorGoal(joint[0], local[0], (0.0, 0.0, level))
+    for f in np.flatnonzero(done):
+        assert abs(floor.error(sk.forward(result.q[f])) - result.errors[f, 0]) <= 1e-12
+
+
+def test_each_frame_keeps_its_own_limits():
+    problem, q0 = held_problem(2)
+    lower = np.repeat(q0.min(axis=0, keepdims=True) - 0.05, FRAMES, axis=0)
+    upper = q0 + 0.02
+    result = solve_frames(replace(problem, lower=lower, upper=upper), q0)
+    assert np.all(result.q >= lower - 1e-12) and np.all(result.q <= upper + 1e-12)
