@@ -127,3 +127,16 @@ def test_each_frame_keeps_its_own_limits():
     upper = q0 + 0.02
     result = solve_frames(replace(problem, lower=lower, upper=upper), q0)
     assert np.all(result.q >= lower - 1e-12) and np.all(result.q <= upper + 1e-12)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_tree_of_a_goals_joints_moves_them_as_the_whole_tree(seed):
+    """``Skeleton.subset`` of the joints above some points (what the pass works on): their
+    frames as in the whole tree; a subset that leaves out a parent is refused."""
+    rng, sk, q0 = animated_tree(seed, prismatic=0.3)
+    keep = np.flatnonzero(sk.ancestors[[sk.size - 1, sk.size - 3]].any(axis=0))
+    part = sk.subset(keep)
+    np.testing.assert_allclose(part.forward_frames(q0[:, keep]), sk.forward_frames(q0)[:, keep], atol=1e-12)
+    orphan = keep[sk.parent[keep] >= 0][-1:]
+    with pytest.raises(ValueError):
+        sk.subset(orphan)

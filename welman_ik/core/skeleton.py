@@ -247,6 +247,19 @@ class Skeleton:
             frames[:, :3, 3] += self._shift @ g
         return Kinematics(self, q, frames)
 
+    def subset(self, keep: np.ndarray) -> Skeleton:
+        """The tree of the joints ``keep`` (ascending, every one's parent among them or -1),
+        numbered in that order."""
+        keep = np.asarray(keep, dtype=np.intp)
+        index = np.full(self.size + 1, -1, dtype=np.intp)  # (the last: a root's parent)
+        index[keep] = np.arange(keep.size)
+        parent = index[self.parent[keep]]
+        if np.any((parent < 0) & (self.parent[keep] >= 0)):
+            raise ValueError("a subset of a tree keeps every joint's parent")
+        return Skeleton(parent=parent, prismatic=self.prismatic[keep], axis=self.axis[keep], rest=self.rest[keep],
+                        lower=self.lower[keep], upper=self.upper[keep], mobility=self.mobility[keep], base=self.base,
+                        inherits=self.inherits[keep])
+
     def forward_frames(self, q: np.ndarray) -> np.ndarray:
         """The frames (F, n, 4, 4) of every joint for ``F`` configurations ``q`` (F, n) at once:
         ``_forward`` with a leading frame axis (a bake's frames solved together)."""

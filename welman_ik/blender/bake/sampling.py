@@ -11,6 +11,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ...core.skeleton import Kinematics
 from ..rig import keyframes
 from ..rig.model import RigModel
 from .tree import Tree
@@ -109,8 +110,9 @@ class ClipSampler:
     def tree(self) -> Tree | None:
         return self.trees[-1] if self.trees else None
 
-    def at(self, frame: int) -> Sample:
-        """The animated pose on ``frame``, put on the bones and read into the tree."""
+    def at(self, frame: int, kinematics: bool = True) -> Sample:
+        """The animated pose on ``frame``, put on the bones and read into the tree
+        (``kinematics`` False: its kinematics left to the caller, ``with_kinematics``)."""
         self.sampler.apply(frame)
         tree = self.tree
         if tree is None or not tree.model.refresh():
@@ -118,5 +120,19 @@ class ClipSampler:
                                  keep_turn=self.plan.turn_kept))
             self.trees.append(tree)
         model = tree.model
-        return Sample(frame, tree, model.q0, model.skeleton.forward(model.q0), model.skeleton, model.ranges,
-                      model.originals)
+        return Sample(frame, tree, model.q0, model.skeleton.forward(model.q0) if kinematics else None, model.skeleton,
+                      model.ranges, model.originals)
+
+
+def with_kinematics(samples: list[Sample]) -> list[Sample]:
+    """``samples`` with their animated kinematics, each tree's frames worked out at once."""
+    out = list(samples)
+    trees: dict[int, list[int]] = {}
+    for k, sample in enumerate(samples):
+        trees.setdefault(id(sample.tree), []).append(k)
+    for members in trees.values():
+        frames = samples[members[0]].skeleton.forward_frames(np.array([samples[k].q0 for k in members]))
+        frames.flags.writeable = False  # (shared, as ``Skeleton.forward``'s kept results are)
+        for k, kin in zip(members, frames):
+            out[k] = samples[k]._replace(animated=Kinematics(samples[k].skeleton, samples[k].q0, kin))
+    return out

@@ -28,7 +28,7 @@ problem with other kinds is for the per-frame solver.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -94,38 +94,57 @@ class FramesResult:
 
 
 def solve_frames(problem: FramesProblem, start: np.ndarray) -> FramesResult:
-    """Every frame of ``problem`` from ``start`` (F, n), together (see the module's docstring)."""
+    """Every frame of ``problem`` from ``start`` (F, n), together (see the module's docstring).
+    Only the joints that carry a goal point are worked on (``Skeleton.subset``); the weights
+    of the columns and of the preferred pose, and the tree's size, are the whole tree's."""
     sk = problem.skeleton
-    q = np.array(start, dtype=float)
+    q = problem.clamp(np.array(start, dtype=float), np.arange(len(start)))
+    sizes = _sizes(sk, q, problem)
+    col_base = np.sqrt(np.clip(sk.mobility, 0.0, 1.0)) / sk.subtree**INERTIA_POWER
+    ref_weight = carried_weights(sk)
+    keep = np.flatnonzero(sk.ancestors[problem.joints].any(axis=0))
+    if keep.size == sk.size:
+        return _solve(problem, q, sizes, col_base, ref_weight)
+    index = np.full(sk.size, -1, dtype=np.intp)
+    index[keep] = np.arange(keep.size)
+
+    def part(values):
+        return None if values is None else np.asarray(values)[..., keep]
+
+    inner = replace(problem, skeleton=sk.subset(keep), joints=index[problem.joints], reference=part(problem.reference),
+                    active=part(problem.active), lower=part(problem.lower), upper=part(problem.upper))
+    result = _solve(inner, q[:, keep], sizes, col_base[keep], ref_weight[keep])
+    q[:, keep] = result.q
+    return replace(result, q=q)
+
+
+def _solve(problem: FramesProblem, q: np.ndarray, sizes: np.ndarray, col_base: np.ndarray,
+           all_weights: np.ndarray) -> FramesResult:
+    sk = problem.skeleton
     frames, n = q.shape
-    q = problem.clamp(q, np.arange(frames))
     reference = q.copy() if problem.reference is None else np.asarray(problem.reference, dtype=float)
     movable = sk.mobility > 0.0
     if problem.active is not None:
         movable &= np.asarray(problem.active, dtype=bool)
     cols = np.flatnonzero(movable)
     weights = np.asarray(problem.weights, dtype=float)
-    present = weights > 0.0
     levels = [np.flatnonzero(problem.priority == p) for p in np.unique(problem.priority)]
-    errors = np.zeros(present.shape)
+    errors = np.zeros(weights.shape)
     iterations = np.zeros(frames, dtype=np.intp)
     done = np.zeros(frames, dtype=bool)
-    sizes = _sizes(sk, q, problem)
-    col_base = np.sqrt(np.clip(sk.mobility, 0.0, 1.0)) / sk.subtree**INERTIA_POWER
-    ref_weight = carried_weights(sk)[cols]
+    ref_weight = all_weights[cols]
     pull = min(1.0, float(problem.reference_weight))
     live = np.arange(frames)
     closest = np.full(frames, np.inf)  # the reference's smallest distance with the goals met
-    for _ in range(problem.max_iterations + 1):
-        if not live.size:
-            break
+    first = levels[0]
+    fk = sk.forward_frames(q)  # of the frames ``live``, at their joint values
+    err = _Frames(problem, live, weights, sizes).errors(fk)
+    for iteration in range(problem.max_iterations + 1):
         sub = _Frames(problem, live, weights, sizes[live])
-        fk = sk.forward_frames(q[live])
-        err = sub.errors(fk)
         errors[live] = err
         met = np.all(err <= problem.tolerance, axis=1)
         if cols.size == 0:
-            done[live] = met | True
+            done[live] = True
             break
         col_scale = np.where(sk.prismatic[cols], SLIDE_SCALE * sub.size[:, None], 1.0) * col_base[cols]
         e, jac = sub.rows(fk, cols)  # (L, r), (L, r, c), rows weighted and divided by the size
@@ -141,11 +160,10 @@ def solve_frames(problem: FramesProblem, start: np.ndarray) -> FramesResult:
                          | (distance > (1.0 - REFERENCE_PROGRESS) * closest[live]))
         closest[live] = np.where(met, np.minimum(closest[live], distance), np.inf)
         done[live[settled]] = True
-        if settled.all() or _ == problem.max_iterations:
+        if settled.all() or iteration == problem.max_iterations:
             break
         keep = ~settled
         live, dq, err = live[keep], dq[keep], err[keep]
-        first = levels[0]
         first_weights = weights[live][:, first]
         before = _level_distance(err[:, first], first_weights)
         # (within half the tolerance, a level that grows is as good as met)
@@ -153,14 +171,18 @@ def solve_frames(problem: FramesProblem, start: np.ndarray) -> FramesResult:
         step_q = q[live]
         beta = np.ones(live.size)
         trial = problem.clamp(step_q + dq, live)
+        fk = sk.forward_frames(trial)
+        err = _Frames(problem, live, weights, sizes[live]).errors(fk)
+        worse = _level_distance(err[:, first], first_weights) > allowed
         for _halving in range(HALVINGS):  # the frames whose first level the step takes further off
-            sub = _Frames(problem, live, weights, sizes[live])
-            after = _level_distance(sub.errors(sk.forward_frames(trial))[:, first], first_weights)
-            worse = after > allowed
             if not worse.any():
                 break
-            beta = np.where(worse, 0.5 * beta, beta)
-            trial[worse] = problem.clamp(step_q[worse] + beta[worse, None] * dq[worse], live[worse])
+            again = np.flatnonzero(worse)
+            beta[again] *= 0.5
+            trial[again] = problem.clamp(step_q[again] + beta[again, None] * dq[again], live[again])
+            fk[again] = sk.forward_frames(trial[again])
+            err[again] = _Frames(problem, live[again], weights, sizes[live[again]]).errors(fk[again])
+            worse[again] = _level_distance(err[again][:, first], first_weights[again]) > allowed[again]
         q[live] = trial
         iterations[live] += 1
     return FramesResult(q, errors, done & np.all(errors <= problem.tolerance, axis=1), iterations)
