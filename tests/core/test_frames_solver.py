@@ -133,7 +133,7 @@ def test_each_frame_keeps_its_own_limits():
 def test_the_tree_of_a_goals_joints_moves_them_as_the_whole_tree(seed):
     """``Skeleton.subset`` of the joints above some points (what the pass works on): their
     frames as in the whole tree; a subset that leaves out a parent is refused."""
-    rng, sk, q0 = animated_tree(seed, prismatic=0.3)
+    _, sk, q0 = animated_tree(seed, prismatic=0.3)
     keep = np.flatnonzero(sk.ancestors[[sk.size - 1, sk.size - 3]].any(axis=0))
     part = sk.subset(keep)
     np.testing.assert_allclose(part.forward_frames(q0[:, keep]), sk.forward_frames(q0)[:, keep], atol=1e-12)
