@@ -12,6 +12,7 @@ import pytest
 from chains import random_tree
 
 from welman_ik.core import FloorGoal, PositionGoal, Problem
+from welman_ik.core.skeleton import subset
 from welman_ik.core.solvers import sr_inverse
 from welman_ik.core.solvers.frames import FramesProblem, solve_frames
 
@@ -131,12 +132,12 @@ def test_each_frame_keeps_its_own_limits():
 
 @pytest.mark.parametrize("seed", range(4))
 def test_the_tree_of_a_goals_joints_moves_them_as_the_whole_tree(seed):
-    """``Skeleton.subset`` of the joints above some points (what the pass works on): their
+    """``skeleton.subset`` of the joints above some points (what the pass works on): their
     frames as in the whole tree; a subset that leaves out a parent is refused."""
     _, sk, q0 = animated_tree(seed, prismatic=0.3)
     keep = np.flatnonzero(sk.ancestors[[sk.size - 1, sk.size - 3]].any(axis=0))
-    part = sk.subset(keep)
+    part = subset(sk, keep)
     np.testing.assert_allclose(part.forward_frames(q0[:, keep]), sk.forward_frames(q0)[:, keep], atol=1e-12)
     orphan = keep[sk.parent[keep] >= 0][-1:]
     with pytest.raises(ValueError):
-        sk.subset(orphan)
+        subset(sk, orphan)

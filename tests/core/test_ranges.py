@@ -283,3 +283,18 @@ def test_squat_from_nearly_straight_legs_with_knee_ranges() -> None:
     sx0, _, _ = swing_twist(problem.ranges.rotations(sk, q0))
     knees = slice(2, 4)  # the ranged ball joints: thighs, shins, feet, left and right
     assert np.all(sx[knees] - sx0[knees] > np.radians(5.0))  # positive swing X: flexion
+
+
+def test_projecting_many_configurations_at_once_is_projecting_each():
+    """``project_many`` (the escape nudge's trials, posed at once): each configuration as it
+    would be alone, inside its range, a locked hinge kept."""
+    rng = np.random.default_rng(11)
+    sk, shoulder = arm()
+    q = rng.normal(scale=1.2, size=(24, sk.size))
+    many = shoulder.project_many(sk, q)
+    for row, each in zip(q, many):
+        np.testing.assert_allclose(each, shoulder.project_many(sk, row[None])[0], atol=1e-12)
+        assert shoulder.excess(sk, each).max() <= 1e-9
+    locked = np.array([True, False, True, True])
+    kept = shoulder.project_many(sk, q, locked)
+    np.testing.assert_array_equal(kept[:, 1], q[:, 1])

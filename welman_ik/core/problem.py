@@ -75,6 +75,14 @@ class Problem:
             q = sk.clamp(self.ranges.project(sk, q, self.movable()))
         return q
 
+    def constrain_many(self, q: np.ndarray) -> np.ndarray:
+        """``constrain`` of each of the configurations ``q`` (T, n) at once."""
+        sk = self.skeleton
+        q = sk.clamp(q)
+        if self.ranges is not None and self.ranges.size:
+            q = sk.clamp(self.ranges.project_many(sk, q, self.movable()))
+        return q
+
     def movable(self) -> np.ndarray:
         """(n,) bool: joints that may move in this solve."""
         sk = self.skeleton

@@ -214,9 +214,10 @@ class SphericalRanges:
         cx, cz, ct = self._clamped(sx, sz, twist)
         return np.maximum(np.hypot(sx - cx, sz - cz), np.abs(twist - ct))
 
-    def _clamped(self, sx, sz, twist):
-        ax, az = self._semi_axes(sx, sz)
-        ct = np.clip(twist, self.twist[:, 0], self.twist[:, 1])
+    def _clamped(self, sx, sz, twist, balls: np.ndarray | None = None):
+        ax, az = self._semi_axes(sx, sz, balls)
+        bounds = self.twist if balls is None else self.twist[balls]
+        ct = np.clip(twist, bounds[:, 0], bounds[:, 1])
         x, z = np.abs(sx), np.abs(sz)
         ax_safe, az_safe = np.maximum(ax, TINY_BOUND), np.maximum(az, TINY_BOUND)
         outside = (x / ax_safe) ** 2 + (z / az_safe) ** 2 > 1.0
@@ -230,24 +231,29 @@ class SphericalRanges:
         """``q`` with every ball joint outside its range moved to the closest rotation
         inside. ``free`` (n,) bool: only those hinges change (a locked hinge keeps its
         value, so the result is then only near the range)."""
-        if not self.size:
-            return q
+        return q if not self.size else self.project_many(skeleton, np.asarray(q, dtype=float)[None], free)[0]
+
+    def project_many(self, skeleton: Skeleton, q: np.ndarray, free: np.ndarray | None = None) -> np.ndarray:
+        """``project`` of each of the configurations ``q`` (T, n) at once."""
         q = np.asarray(q, dtype=float)
-        sx, sz, twist = swing_twist(self.rotations(skeleton, q))
-        cx, cz, ct = self._clamped(sx, sz, twist)
-        out = np.maximum(np.hypot(sx - cx, sz - cz), np.abs(twist - ct)) > INSIDE_SLACK
-        if not out.any():
+        if not self.size or not len(q):
             return q
-        turn = rotation_y(self.roll[out])
+        m = self.size
+        balls = np.tile(np.arange(m), len(q))
+        angles = q[:, self.joints].reshape(-1, 3)
+        sx, sz, twist = swing_twist(self._rotations(skeleton, balls, angles))
+        cx, cz, ct = self._clamped(sx, sz, twist, balls)
+        out = np.flatnonzero(np.maximum(np.hypot(sx - cx, sz - cz), np.abs(twist - ct)) > INSIDE_SLACK)
+        if not out.size:
+            return q
+        turn = rotation_y(self.roll[balls[out]])
         r = turn @ compose(cx[out], cz[out], ct[out]) @ np.swapaxes(turn, 1, 2)
-        joints = self.joints[out]
-        values = euler_angles(r, self.order(skeleton)[out], q[joints])
+        values = euler_angles(r, self.order(skeleton)[balls[out]], angles[out])
+        rows, joints = (out // m)[:, None], self.joints[balls[out]]
         q = q.copy()
-        if free is None:
-            q[joints] = values
-        else:
-            keep = ~np.asarray(free, dtype=bool)[joints]
-            q[joints] = np.where(keep, q[joints], values)
+        if free is not None:
+            values = np.where(np.asarray(free, dtype=bool)[joints], values, q[rows, joints])
+        q[rows, joints] = values
         return q
 
     def containing(self, skeleton: Skeleton, q: np.ndarray) -> SphericalRanges:

@@ -247,19 +247,6 @@ class Skeleton:
             frames[:, :3, 3] += self._shift @ g
         return Kinematics(self, q, frames)
 
-    def subset(self, keep: np.ndarray) -> Skeleton:
-        """The tree of the joints ``keep`` (ascending, every one's parent among them or -1),
-        numbered in that order."""
-        keep = np.asarray(keep, dtype=np.intp)
-        index = np.full(self.size + 1, -1, dtype=np.intp)  # (the last: a root's parent)
-        index[keep] = np.arange(keep.size)
-        parent = index[self.parent[keep]]
-        if np.any((parent < 0) & (self.parent[keep] >= 0)):
-            raise ValueError("a subset of a tree keeps every joint's parent")
-        return Skeleton(parent=parent, prismatic=self.prismatic[keep], axis=self.axis[keep], rest=self.rest[keep],
-                        lower=self.lower[keep], upper=self.upper[keep], mobility=self.mobility[keep], base=self.base,
-                        inherits=self.inherits[keep])
-
     def forward_frames(self, q: np.ndarray) -> np.ndarray:
         """The frames (F, n, 4, 4) of every joint for ``F`` configurations ``q`` (F, n) at once:
         ``_forward`` with a leading frame axis (a bake's frames solved together)."""
@@ -284,6 +271,21 @@ class Skeleton:
         base = np.broadcast_to(self.base, (len(frames), 1, 4, 4))
         parents = np.concatenate([frames, base], axis=1)[:, self.parent]
         return np.einsum("fnij,nj->fni", parents[:, :, :3, :3], self.rest[:, :3, 3]) + parents[:, :, :3, 3]
+
+
+def subset(skeleton: Skeleton, keep: np.ndarray) -> Skeleton:
+    """The tree of the joints ``keep`` of ``skeleton`` (ascending, every one's parent among them
+    or -1), numbered in that order."""
+    sk = skeleton
+    keep = np.asarray(keep, dtype=np.intp)
+    index = np.full(sk.size + 1, -1, dtype=np.intp)  # (the last: a root's parent)
+    index[keep] = np.arange(keep.size)
+    parent = index[sk.parent[keep]]
+    if np.any((parent < 0) & (sk.parent[keep] >= 0)):
+        raise ValueError("a subset of a tree keeps every joint's parent")
+    return Skeleton(parent=parent, prismatic=sk.prismatic[keep], axis=sk.axis[keep], rest=sk.rest[keep],
+                    lower=sk.lower[keep], upper=sk.upper[keep], mobility=sk.mobility[keep], base=sk.base,
+                    inherits=sk.inherits[keep])
 
 
 class Kinematics:

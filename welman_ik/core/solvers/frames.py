@@ -32,7 +32,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ..skeleton import Skeleton
+from ..skeleton import Skeleton, subset
 from .reference_weights import carried_weights
 from .sr_inverse import INERTIA_POWER, MAX_STEP, REFERENCE_PROGRESS, REFERENCE_SETTLED, SLIDE_SCALE
 
@@ -95,7 +95,7 @@ class FramesResult:
 
 def solve_frames(problem: FramesProblem, start: np.ndarray) -> FramesResult:
     """Every frame of ``problem`` from ``start`` (F, n), together (see the module's docstring).
-    Only the joints that carry a goal point are worked on (``Skeleton.subset``); the weights
+    Only the joints that carry a goal point are worked on (``skeleton.subset``); the weights
     of the columns and of the preferred pose, and the tree's size, are the whole tree's."""
     sk = problem.skeleton
     q = problem.clamp(np.array(start, dtype=float), np.arange(len(start)))
@@ -111,7 +111,7 @@ def solve_frames(problem: FramesProblem, start: np.ndarray) -> FramesResult:
     def part(values):
         return None if values is None else np.asarray(values)[..., keep]
 
-    inner = replace(problem, skeleton=sk.subset(keep), joints=index[problem.joints], reference=part(problem.reference),
+    inner = replace(problem, skeleton=subset(sk, keep), joints=index[problem.joints], reference=part(problem.reference),
                     active=part(problem.active), lower=part(problem.lower), upper=part(problem.upper))
     result = _solve(inner, q[:, keep], sizes, col_base[keep], ref_weight[keep])
     q[:, keep] = result.q

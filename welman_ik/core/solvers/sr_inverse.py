@@ -62,7 +62,8 @@ import time
 import numpy as np
 
 from ..limits import clamp_step, violating
-from ..problem import FirstLevelKeeper, GoalBatch, Problem, SolveResult, check_start, finish, goal_errors
+from ..problem import FirstLevelKeeper, GoalBatch, Problem, SolveResult, check_start, finish
+from ..skeleton import Kinematics
 from .reference_weights import REFERENCE_INERTIA, carried_weights, reference_weights
 from .task_priority import prioritized_step, row_basis, sr_inverse
 
@@ -107,14 +108,22 @@ def escape_nudge(problem: Problem, groups, q: np.ndarray, errors: np.ndarray,
         return [float(weights[g] @ errs[g] ** 2) for g in groups]
 
     best_q, best = None, key(errors)
-    for j in np.flatnonzero(movable & ~sk.prismatic):
+    hinges = np.flatnonzero(movable & ~sk.prismatic)
+    if not hinges.size:
+        return None
+    # Every trial made and posed at once (+angle, then -angle, hinge by hinge), then compared.
+    trials = np.repeat(q[None], 2 * hinges.size, axis=0)
+    order = np.arange(trials.shape[0])
+    trials[order, np.repeat(hinges, 2)] += np.tile([angle, -angle], hinges.size)
+    trials = problem.constrain_many(trials)
+    frames = sk.forward_frames(trials)
+    batch = GoalBatch(problem.goals, weights)
+    for trial, frame in zip(trials, frames):
         if time.perf_counter() > deadline:
             break
-        for sign in (1.0, -1.0):
-            trial = problem.constrain(q + sign * angle * (np.arange(sk.size) == j))
-            trial_key = key(goal_errors(problem.goals, sk.forward(trial)))
-            if _lexicographically_lower(trial_key, best):
-                best_q, best = trial, trial_key
+        trial_key = key(batch.errors(Kinematics(sk, trial, frame)))
+        if _lexicographically_lower(trial_key, best):
+            best_q, best = trial, trial_key
     return best_q
 
 
