@@ -22,7 +22,7 @@ from ...core.goals.floor import FloorGoal
 from ...core.ranges import INSIDE_SLACK
 from ...core.solvers.frames import FramesProblem, solve_frames
 from .goals import frame_goals
-from .sampling import with_kinematics
+from .sampling import frames_at_once, with_kinematics
 
 
 class Settled(NamedTuple):
@@ -62,7 +62,7 @@ class FrameBatch:
         return self.ready.pop(frame)
 
     def _prepare(self, frames: list[int]) -> None:
-        samples = with_kinematics([self.sampling.at(frame, kinematics=False) for frame in frames])
+        samples = with_kinematics(frames_at_once(self.sampling, frames))
         goals = [frame_goals(self.plan, sample) for sample in samples]
         solved: list = [None] * len(frames)
         trees: dict[int, list[int]] = {}

@@ -13,6 +13,7 @@ import numpy as np
 
 from ...core.skeleton import Kinematics
 from ..rig import keyframes
+from ..rig.channels import PoseArrays
 from ..rig.model import RigModel
 from .tree import Tree
 
@@ -71,6 +72,19 @@ class Sampler:
                 self.channels.append((prop, buffer, np.array([i for i, _ in entries], dtype=np.intp),
                                       [curve for _, curve in entries]))
 
+    def values(self, frames: list[int]) -> dict[str, np.ndarray]:
+        """Every pose channel on each of ``frames`` as ``apply`` would put it on the bones
+        (direct sampling): channel -> (F, bones, width) float32, as the bones hold them."""
+        pose_bones = self.obj.pose.bones
+        out = {}
+        for prop, width in self.WIDTHS.items():
+            held = np.empty(len(pose_bones) * width, dtype=np.float32)
+            pose_bones.foreach_get(prop, held)
+            out[prop] = np.repeat(held[None], len(frames), axis=0)
+        for prop, _buffer, places, curves in self.channels:
+            out[prop][:, places] = [[curve.evaluate(frame) for curve in curves] for frame in frames]
+        return {prop: values.reshape(len(frames), len(pose_bones), self.WIDTHS[prop]) for prop, values in out.items()}
+
     def apply(self, frame: int) -> None:
         if not self.direct:
             self.scene.frame_set(frame)
@@ -122,6 +136,22 @@ class ClipSampler:
         model = tree.model
         return Sample(frame, tree, model.q0, model.skeleton.forward(model.q0) if kinematics else None, model.skeleton,
                       model.ranges, model.originals)
+
+
+def frames_at_once(sampling: ClipSampler, frames: list[int]) -> list[Sample]:
+    """The samples of ``frames`` (in order), without their kinematics: read at once from the
+    action's F-curves where the sampling is direct and the tree fits them all
+    (``RigModel.frames``), else frame by frame."""
+    if sampling.tree is None:  # (the first frame builds the tree)
+        return [sampling.at(frames[0], kinematics=False), *frames_at_once(sampling, frames[1:])] if frames else []
+    sampler = sampling.sampler
+    if sampler.direct and frames:
+        model = sampling.tree.model
+        read = model.frames(sampler.values(frames), PoseArrays(sampler.obj.pose.bones).modes)
+        if read is not None:
+            return [Sample(frame, sampling.tree, q0, None, skeleton, ranges, originals)
+                    for frame, (q0, originals, skeleton, ranges) in zip(frames, read)]
+    return [sampling.at(frame, kinematics=False) for frame in frames]
 
 
 def with_kinematics(samples: list[Sample]) -> list[Sample]:

@@ -186,6 +186,15 @@ class PoseArrays:
         self.changed: set[str] = set()
         self._modes = None
 
+    @classmethod
+    def held(cls, pose_bones, arrays: dict, modes: np.ndarray) -> PoseArrays:
+        """The channels ``arrays`` (channel -> (bones, width) float32) and rotation ``modes`` as
+        if read from ``pose_bones`` (a frame of a clip, not put on the bones)."""
+        pose = cls(pose_bones)
+        pose.arrays = dict(arrays)
+        pose._modes = modes
+        return pose
+
     def __getitem__(self, channel: str) -> np.ndarray:
         if channel not in self.arrays:
             values = np.empty((len(self.pose_bones), self.SIZES[channel]), dtype=np.float32)
@@ -352,11 +361,9 @@ def compatible_eulers(euler: np.ndarray, previous: np.ndarray) -> np.ndarray:
     return euler - np.copysign(turns * (2.0 * math.pi), d)
 
 
-def matrix_eulers(matrices: np.ndarray, axes: np.ndarray, previous: np.ndarray) -> np.ndarray:
-    """Euler angles (n, 3) of rotation matrices (n, 3, 3), each row in the order of its
-    ``axes``: of the two decompositions, each shifted by whole turns, the one closest to
-    ``previous`` (n, 3); the double-precision form of Blender's ``Matrix.to_euler(order,
-    compatible)``."""
+def euler_pairs(matrices: np.ndarray, axes: np.ndarray) -> np.ndarray:
+    """The two Euler decompositions (2, n, 3) of rotation matrices (n, 3, 3), each row in the
+    order of its ``axes``, as ``Matrix.to_euler`` finds them."""
     rows = np.arange(len(axes))[:, None]
     m = matrices[rows[:, :, None], axes[:, :, None], axes[:, None, :]]  # rows and columns by slot
     cy = np.hypot(m[:, 0, 0], m[:, 1, 0])
@@ -371,9 +378,23 @@ def matrix_eulers(matrices: np.ndarray, axes: np.ndarray, previous: np.ndarray) 
         by_slot[:, locked, 2] = 0.0
     both = np.empty_like(by_slot)
     both[:, rows, axes] = by_slot * _parity(axes)[:, None]
+    return both
+
+
+def closest_euler(both: np.ndarray, previous: np.ndarray) -> np.ndarray:
+    """Of the two decompositions ``both`` (2, n, 3) (``euler_pairs``), each shifted by whole
+    turns, the one closest to ``previous`` (n, 3)."""
     both = compatible_eulers(both, previous)
     distance = np.abs(both - previous).sum(axis=2)
-    return both[(distance[1] < distance[0]).astype(np.intp), rows[:, 0]]
+    return both[(distance[1] < distance[0]).astype(np.intp), np.arange(both.shape[1])]
+
+
+def matrix_eulers(matrices: np.ndarray, axes: np.ndarray, previous: np.ndarray) -> np.ndarray:
+    """Euler angles (n, 3) of rotation matrices (n, 3, 3), each row in the order of its
+    ``axes``: of the two decompositions, each shifted by whole turns, the one closest to
+    ``previous`` (n, 3); the double-precision form of Blender's ``Matrix.to_euler(order,
+    compatible)``."""
+    return closest_euler(euler_pairs(matrices, axes), previous)
 
 
 def euler_values(angles: np.ndarray, axes: np.ndarray, mode_axes: np.ndarray, current: np.ndarray) -> np.ndarray:

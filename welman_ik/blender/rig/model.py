@@ -169,6 +169,28 @@ class RigModel:
         self._start(self.back.read(near=self.q0 if continuous else None, pose=pose), pose)
         return True
 
+    def frames(self, arrays: dict, modes: np.ndarray) -> list[tuple] | None:
+        """``refresh`` for every frame of a clip at once, from its channels ``arrays`` (channel ->
+        (F, bones, width), ``pose.bones`` order) and the bones' rotation ``modes``, without
+        putting them on the bones: (q0, originals, skeleton, ranges) of each frame, the model
+        left at the last. None, and nothing changed, where the tree does not fit every frame
+        (as ``refresh``) or the rig drives an orientation."""
+        rows = self.back.rows
+        scale, placed, location = self._fixed
+        if self.turned or not (np.all(arrays["scale"][:, rows] == scale)
+                               and np.all(arrays["location"][:, rows[placed]] == location)):
+            return None
+        if not np.array_equal(_np(self.object.matrix_world), self.skeleton.base):
+            return None
+        q = self.back.read_frames(arrays, modes, self.q0)
+        pose_bones = self.object.pose.bones
+        out = []
+        for k in range(len(q)):
+            self._start(q[k], PoseArrays.held(pose_bones, {channel: values[k] for channel, values in arrays.items()},
+                                              modes))
+            out.append((self.q0, self.originals, self.skeleton, self.ranges))
+        return out
+
     @property
     def layout(self) -> tuple:
         """What the joints stand for: two models with the same layout number them alike."""

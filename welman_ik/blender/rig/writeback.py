@@ -19,6 +19,7 @@ from .channels import (
     read_eulers,
     rotation_path,
 )
+from .clip import read_eulers_frames
 
 
 class Originals(Mapping):
@@ -61,6 +62,7 @@ class WriteBack:
         self._axes = order_axes(self._orders)
         self.size = size
         self._names = list(bones)
+        self._modes = None  # the rotation modes ``start`` last saw
 
     def read(self, near: np.ndarray | None = None, pose: PoseArrays | None = None) -> np.ndarray:
         """Joint values of the pose bones' channels (``pose``: as read already), all bones at
@@ -75,6 +77,17 @@ class WriteBack:
         q[slides] = pose["location"][self.rows]
         return q[:-1]
 
+    def read_frames(self, arrays: dict, modes: np.ndarray, near: np.ndarray) -> np.ndarray:
+        """``read`` of every frame of ``arrays`` (channel -> (F, bones, width): the pose's channels
+        on F frames; ``modes`` the bones' rotation modes) at once: (F, n), each frame's Euler
+        angles nearest the frame's before (the first: ``near``)."""
+        hinges, slides = self._joints[:, :3], self._joints[:, 3:]
+        q = np.empty((len(arrays["location"]), self.size + 1))  # the last: where slides of a bone without any go
+        q[:, hinges] = read_eulers_frames(arrays, modes, self.rows, self._orders, self._axes,
+                                          np.append(near, 0.0)[hinges])
+        q[:, slides] = arrays["location"][:, self.rows]
+        return q[:, :-1]
+
     def start(self, q: np.ndarray, pose: PoseArrays | None = None) -> dict:
         """Take joint values ``q`` as what the pose bones hold now (``pose``: as read already);
         returns each bone's channels as read (name -> ``BoneChannels``)."""
@@ -82,11 +95,14 @@ class WriteBack:
         pose = PoseArrays(self.object.pose.bones) if pose is None else pose
         self._originals = {channel: pose[channel][self.rows] for channel in BoneChannels.CHANNELS}
         originals = Originals(self._names, self._originals)
-        modes = pose.modes[self.rows].tolist()
-        self._paths = np.array([rotation_path(mode) for mode in modes], dtype=str)
-        self._by_path = {path: self._paths == path for path in ROTATION_VALUES if path in self._paths}
-        # An Euler bone's own order (the others': their hinges').
-        self._mode_axes = order_axes([m if m in EULER_ORDERS else b.order for m, b in zip(modes, self.bones.values())])
+        modes = pose.modes[self.rows]
+        if self._modes is None or not np.array_equal(modes, self._modes):  # (a bake's frames: the same modes)
+            self._modes = modes
+            self._paths = np.array([rotation_path(mode) for mode in modes.tolist()], dtype=str)
+            self._by_path = {path: self._paths == path for path in ROTATION_VALUES if path in self._paths}
+            # An Euler bone's own order (the others': their hinges').
+            self._mode_axes = order_axes([m if m in EULER_ORDERS else b.order
+                                          for m, b in zip(modes.tolist(), self.bones.values())])
         return originals
 
     def values(self, q: np.ndarray) -> np.ndarray:
