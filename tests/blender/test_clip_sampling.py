@@ -50,7 +50,7 @@ def assert_same(together, one_by_one) -> None:
 def test_a_mocap_clip_reads_the_same_at_once():
     scenes.empty_scene()
     obj = import_clip("mixamo_clip.bvh", whole=True)
-    feet = [name for name in obj.pose.bones.keys() if name.endswith(("LeftFoot", "RightFoot"))]
+    feet = [pb.name for pb in obj.pose.bones if pb.name.endswith(("LeftFoot", "RightFoot"))]
     assert len(feet) == 2, feet
     for name in feet:
         scenes.pin_one(obj, name, "POSITION")
