@@ -6,8 +6,9 @@ one pass of array operations per bone, with the same results: a bone whose hinge
 move keeps the values the animation gave it on that frame, and a root its location unless
 its slides moved. A quaternion bone takes its hinges' Euler angles as a quaternion, on the
 hemisphere of its animated value (so keys interpolate cleanly); an Euler bone of the
-hinges' own order takes the angles as they are; any other mode goes through
-``channels.rotation_channels`` frame by frame, continuous with its animated value.
+hinges' own order takes the angles as they are, an Euler bone of another order their
+equivalent angles nearest its animated ones (``channels.euler_values``); an axis-angle bone
+goes through ``channels.rotation_channels`` frame by frame, continuous with its animated value.
 """
 
 from __future__ import annotations
@@ -17,7 +18,15 @@ from types import SimpleNamespace
 import numpy as np
 from mathutils import Euler, Quaternion
 
-from ..rig.channels import AXES, EULER_ORDERS, BoneChannels, euler_quaternions, order_axes, rotation_channels
+from ..rig.channels import (
+    AXES,
+    EULER_ORDERS,
+    BoneChannels,
+    euler_quaternions,
+    euler_values,
+    order_axes,
+    rotation_channels,
+)
 from ..rig.keyframes import rotation_path
 
 
@@ -61,26 +70,31 @@ class Solutions:
         if not self.frames:
             return out
         q, q0 = np.array(self.q), np.array(self.q0)
-        for name, hinges, slides, order, mode, path in self.bones:
-            originals = [o[name] for o in self.originals]
+        # Each channel of every frame's animated values at once: (frames, bones, width).
+        held = {channel: np.array([o.array(channel) for o in self.originals]) for channel in BoneChannels.CHANNELS}
+        for row, (name, hinges, slides, order, mode, path) in enumerate(self.bones):
             angles = q[:, hinges]
             kept = np.all(angles == q0[:, hinges], axis=1)
+            axes = order_axes([order] * len(angles))
             if mode == "QUATERNION":
-                turned = euler_quaternions(angles, order_axes([order] * len(angles)))
-                animated = np.array([o.values[1] for o in originals], dtype=float)
+                turned = euler_quaternions(angles, axes)
+                animated = held["rotation_quaternion"][:, row].astype(float)
                 turned[np.einsum("ij,ij->i", turned, animated) < 0.0] *= -1.0
                 rotations = turned.tolist()
             elif mode == order:
                 rotations = angles.tolist()
+            elif mode in EULER_ORDERS:  # continuous with the animated angles
+                rotations = euler_values(angles, axes, order_axes([mode] * len(angles)),
+                                         held["rotation_euler"][:, row].astype(float)).tolist()
             else:
+                originals = [o[name] for o in self.originals]
                 rotations = [rotation_channels(_animated(mode, o), Euler(a, order))[1] if not k else None
                              for o, a, k in zip(originals, angles.tolist(), kept)]
+            animated_rotations = held[path][:, row].tolist()
             moved = None if slides is None else ~np.all(q[:, slides] == q0[:, slides], axis=1)
-            locations = None if slides is None else q[:, slides].tolist()
+            locations = None if slides is None else np.where(moved[:, None], q[:, slides],
+                                                             held["location"][:, row]).tolist()
             for i, frame in enumerate(self.frames):
-                rotation = originals[i].rotation(path) if kept[i] else tuple(rotations[i])
-                location = None
-                if slides is not None:
-                    location = tuple(locations[i]) if moved[i] else originals[i].values[0]
-                out[frame][name] = (path, rotation, location)
+                rotation = tuple(animated_rotations[i] if kept[i] else rotations[i])
+                out[frame][name] = (path, rotation, None if slides is None else tuple(locations[i]))
         return out

@@ -34,6 +34,10 @@ class Originals(Mapping):
         i = self._index[name]
         return BoneChannels(values=tuple(tuple(values[i].tolist()) for values in self._channels.values()))
 
+    def array(self, channel: str) -> np.ndarray:
+        """One channel of every bone (bones, width), in this mapping's order, as read."""
+        return self._channels[channel]
+
     def __iter__(self):
         return iter(self._index)
 
