@@ -12,7 +12,6 @@ import numpy as np
 from mathutils import Matrix, Quaternion
 
 from ...core import PositionGoal
-from ..pins import goals as shaped_goals
 from ..pins.goals import SHAPED_KINDS, pin_bones, support_points
 from .frames import pin_share
 from .tree import Tree
@@ -55,8 +54,7 @@ def frame_goals(plan, sample) -> FrameGoals:
             goals.append(tree.position_goal(pin, target, pin_priority, pin_share(pin, share)))
             log.append((pin.bone, pin.anchor, target, pin.weight, pin_priority))
     support = support_points(in_force)
-    goals += [shaped_goals.build(plan.obj, tree.model, animated, pin, pin_priority, support, **fields)
-              for pin, fields in shaped]
+    goals += [tree.shaped_goal(plan.obj, animated, pin, pin_priority, support, fields) for pin, fields in shaped]
     edit = plan.edit
     if edit is not None:
         target = tree.point(animated, edit.bone, edit.anchor) + edit.weight(frame) * edit.displacement

@@ -20,7 +20,7 @@ from ..rig import keyframes
 from ..rig.model import RigError, chain_to_root
 from ..rig.targets import follows
 from .edit import MotionEdit
-from .frames import pins_on
+from .frames import pins_by_frame, pins_on
 from .report import frame_ranges
 from .source import GoalSource
 
@@ -58,7 +58,7 @@ def check(obj, frame_start: int, frame_end: int, step: int, edit: MotionEdit | N
         if not np.all(np.isfinite(edit.displacement)):
             raise RigError("The edit's target is not a number (NaN or infinite)")
         return
-    if not any(pins_on(obj.welman_ik, f) for f in range(frame_start, frame_end + 1, step)):
+    if not any(pins_by_frame(obj.welman_ik, list(range(frame_start, frame_end + 1, step))).values()):
         raise RigError("No enabled pin is in force in the frame range")
 
 
@@ -142,7 +142,8 @@ class BakePlan:
         started = time.perf_counter()
         settings = obj.welman_ik
         frames = list(range(frame_start, frame_end + 1, step))
-        by_frame = {f: [p for p in pins_on(settings, f) if edit is None or p.bone != edit.bone] for f in frames}
+        by_frame = {f: [p for p in pins if edit is None or p.bone != edit.bone]
+                    for f, pins in pins_by_frame(settings, frames).items()}
         in_force = {p.as_pointer(): p for pins in by_frame.values() for p in pins}.values()
         pinned = set(held_bones(in_force))
         carried = {n for p in in_force if p.kind == "BALANCE" for n in pin_bones(obj, p)}

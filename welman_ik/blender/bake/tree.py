@@ -13,6 +13,8 @@ from ..rig.model import RigModel
 from ..rig.targets import follows
 from .channels import Solutions
 
+FIXED_KINDS = {"FLOOR", "LINE", "PLANE", "REGION"}  # a goal of these made from the pin's own fields alone
+
 
 class Tree:
     """``model`` with its per-tree answers, each worked out the first time it is asked."""
@@ -87,6 +89,18 @@ class Tree:
                 steering |= moves
             self._cache[key] = steering
         return steering
+
+    def shaped_goal(self, obj, kin, pin, priority: int, support, fields: dict):
+        """A pin of another kind's goal (``pins.goals.build``); one that holds where the pin
+        itself says on every frame (a floor, a line, a plane, a region: ``fields`` empty) is
+        made once."""
+        if fields or pin.kind not in FIXED_KINDS:
+            return shaped_goals.build(obj, self.model, kin, pin, priority, support, **fields)
+        key = ("shaped", pin.as_pointer(), priority)
+        goal = self._cache.get(key)
+        if goal is None:
+            goal = self._cache[key] = shaped_goals.build(obj, self.model, kin, pin, priority, support)
+        return goal
 
     def position_goal(self, pin, target: np.ndarray, priority: int, share: float) -> PositionGoal:
         """A position pin's goal; a fixed pin's in full is the same on every frame, made once

@@ -137,6 +137,7 @@ def _solve(problem: FramesProblem, q: np.ndarray, sizes: np.ndarray, col_base: n
     live = np.arange(frames)
     closest = np.full(frames, np.inf)  # the reference's smallest distance with the goals met
     first = levels[0]
+    level_rows = _level_rows(problem.floor, levels)
     fk = sk.forward_frames(q)  # of the frames ``live``, at their joint values
     err = _Frames(problem, live, weights, sizes).errors(fk)
     for iteration in range(problem.max_iterations + 1):
@@ -150,7 +151,7 @@ def _solve(problem: FramesProblem, q: np.ndarray, sizes: np.ndarray, col_base: n
         e, jac = sub.rows(fk, cols)  # (L, r), (L, r, c), rows weighted and divided by the size
         jac = jac * col_scale[:, None, :]
         target = (reference[live] - q[live])[:, cols] / col_scale
-        x = _step(e, jac, sub.level_rows(levels), target, ref_weight, problem.damping, pull)
+        x = _step(e, jac, level_rows, target, ref_weight, problem.damping, pull)
         dq = np.zeros((live.size, n))
         dq[:, cols] = x * col_scale
         # Met and settled: the preferred pose's step is all that is left, and it is small or
@@ -229,26 +230,33 @@ class _Frames:
         return np.where(self.weights > 0.0, np.sqrt(np.einsum("lgi,lgi->lg", residual, residual)), 0.0)
 
     def rows(self, fk: np.ndarray, cols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Residual rows (L, 3G) and Jacobian rows (L, 3G, c) of the joints ``cols``, each goal's
-        times sqrt(weight) / size (a floor goal's projected on its normal, zero above it)."""
+        """Residual rows (L, r) and Jacobian rows (L, r, c) of the joints ``cols``, each goal's
+        times sqrt(weight) / size: three of each position goal, then one of each floor goal
+        (its depth below the plane along the normal, zero above it); ``_level_rows`` says which."""
         p = self.problem
-        sk = p.skeleton
         points, residual = self._residuals(fk)
-        jac = _point_jacobians(sk, fk, p.joints, points, cols)  # (L, G, 3, c)
-        if self.floor.any():
-            below = (np.einsum("lgi,lgi->lg", residual, residual) > 0.0) & self.floor[None]
-            projector = np.einsum("gi,gj->gij", p.normals, p.normals)
-            floor_jac = np.einsum("gij,lgjc->lgic", projector, jac) * below[:, :, None, None]
-            jac = np.where(self.floor[None, :, None, None], floor_jac, jac)
+        jac = _point_jacobians(p.skeleton, fk, p.joints, points, cols)  # (L, G, 3, c)
         scale = np.sqrt(self.weights) / self.size[:, None]  # (L, G)
-        residual = residual * scale[:, :, None]
-        jac = jac * scale[:, :, None, None]
-        frames, goals = scale.shape
-        return residual.reshape(frames, 3 * goals), jac.reshape(frames, 3 * goals, cols.size)
+        frames, floor = len(scale), self.floor
+        place = ~floor
+        e = (residual[:, place] * scale[:, place, None]).reshape(frames, -1)
+        j = (jac[:, place] * scale[:, place, None, None]).reshape(frames, -1, cols.size)
+        if floor.any():
+            normals = p.normals[floor]
+            depth = np.einsum("gi,lgi->lg", normals, residual[:, floor])  # (zero above the plane)
+            below = (depth > 0.0) * scale[:, floor]
+            e = np.concatenate([e, depth * scale[:, floor]], axis=1)
+            j = np.concatenate([j, np.einsum("gi,lgic->lgc", normals, jac[:, floor]) * below[:, :, None]], axis=1)
+        return e, j
 
-    @staticmethod
-    def level_rows(levels: list[np.ndarray]) -> list[np.ndarray]:
-        return [(3 * goals[:, None] + np.arange(3)).reshape(-1) for goals in levels]
+
+
+def _level_rows(floor: np.ndarray, levels: list[np.ndarray]) -> list[np.ndarray]:
+    """The rows of ``_Frames.rows`` of each level's goals (``floor``: which goals are floors)."""
+    first = np.cumsum(np.where(floor, 0, 3)) - np.where(floor, 0, 3)  # a position goal's first row
+    first = np.where(floor, 3 * int((~floor).sum()) + np.cumsum(floor) - 1, first)
+    return [np.concatenate([first[g] + np.arange(1 if floor[g] else 3) for g in goals]) if len(goals)
+            else np.zeros(0, dtype=np.intp) for goals in levels]
 
 
 def _point_jacobians(sk: Skeleton, fk: np.ndarray, joints: np.ndarray, points: np.ndarray,
