@@ -140,7 +140,7 @@ def solve(problem: Problem, q0) -> SolveResult:
         start = q
         idle = []
         for i, (phase, lower) in enumerate(phases):
-            q, stuck = sweeper.sweep(q, kin if i == 0 else sk.forward(q), phase, lower)
+            q, stuck = sweeper.sweep(q, kin if i == 0 else sk.forward(q), phase, lower, deadline)
             idle += stuck
         kin = None
         sweeps += 1

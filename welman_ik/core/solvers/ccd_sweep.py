@@ -31,6 +31,7 @@ arithmetic. The position goals' points come from one product per sweep (``Pairs`
 from __future__ import annotations
 
 import math
+import time
 import weakref
 
 import numpy as np
@@ -105,11 +106,12 @@ class Sweeps:
         return pending, (points.tolist(), self.pairs.directions(now, weights)[1].tolist())
 
     def sweep(self, q: np.ndarray, kin, weights: np.ndarray,
-              lower: np.ndarray | None = None) -> tuple[np.ndarray, list[int]]:
+              lower: np.ndarray | None = None, deadline: float = math.inf) -> tuple[np.ndarray, list[int]]:
         """One sweep from the leaves to the root; returns the new joint values and the hinges
         that could not turn toward a goal they fall short of (no lever: a stall).
         ``lower``: the goals' weights with the first priority level's at 0, which tell the
-        joints shared between levels (``plan``)."""
+        joints shared between levels (``plan``). Past ``deadline`` (a drag's time per mouse
+        event) the sweep stops where it is: each turn it made is a step of its own."""
         sk = self.skeleton
         pairs = self.pairs
         joints, points, targets, w = pairs.points(kin, weights)
@@ -139,7 +141,10 @@ class Sweeps:
         tolerance2 = self.problem.tolerance**2
         negligible = NEGLIGIBLE * tolerance2
         idle: list[int] = []
+        clock = time.perf_counter
         for j, total, weighted, goal, groups, turned in plan:
+            if clock() > deadline:
+                break
             if pending < balls and self.balls[pending][0] > j:
                 pending, placed = self._project(qs, pending, j, weights)
                 if placed is not None:

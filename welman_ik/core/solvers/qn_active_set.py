@@ -14,14 +14,18 @@ from a = min(1, a_max, a cap of ``MAX_STEP`` per joint).
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 
 from ..problem import Problem
+from ..skeleton import Kinematics
 from .qn_potential import Potential
 
 MAX_STEP = 0.5  # largest joint step per iteration [rad, or tree sizes]
 ARMIJO = 1e-4
 MAX_HALVINGS = 30
+HALVING_BATCHES = (1, 4, MAX_HALVINGS)  # the line search's trials posed together: the first alone, then more
 HOLD_PASSES = 3  # solves per step that hold the joints it pushes out at a bound (the line search clips the rest)
 
 
@@ -61,10 +65,11 @@ def place(problem: Problem, pot: Potential, q, x, alpha, dq, alpha_max, hit, low
 
 
 def line_search(problem: Problem, pot: Potential, q: np.ndarray, value: float, grad: np.ndarray,
-                 step: np.ndarray, unit: np.ndarray, lower: np.ndarray, upper: np.ndarray):
+                step: np.ndarray, unit: np.ndarray, lower: np.ndarray, upper: np.ndarray, deadline: float = np.inf):
     """Armijo backtracking along ``step`` (scaled units), cut at the first bound: (q, kin,
     errors, G) of the accepted point, the halvings it took and whether ``MAX_STEP`` capped
-    it; or None."""
+    it; or None (none accepted, or ``deadline`` passed). The full step alone, then the
+    halvings in growing batches (``HALVING_BATCHES``), each batch placed and posed at once."""
     cols = pot.cols
     dq = step * pot.scale
     x = q[cols]
@@ -78,13 +83,35 @@ def line_search(problem: Problem, pot: Potential, q: np.ndarray, value: float, g
     hit = int(np.argmin(reach))
     alpha_max = float(reach[hit])
     alpha = min(alpha, alpha_max)
-    for halving in range(MAX_HALVINGS):
-        trial = place(problem, pot, q, x, alpha, dq, alpha_max, hit, lower, upper)
-        trial_kin = problem.skeleton.forward(trial)
-        trial_errors = pot.batch.errors(trial_kin)
-        trial_value = pot.value(trial_errors)
-        slope = float(grad @ ((trial - q)[cols] / pot.scale))
-        if trial_value <= value + ARMIJO * min(slope, 0.0) and np.isfinite(trial_value):
-            return trial, trial_kin, trial_errors, trial_value, halving, capped
-        alpha *= 0.5
+    sk = problem.skeleton
+    start = 0
+    for count in HALVING_BATCHES:
+        ks = np.arange(start, min(start + count, MAX_HALVINGS))
+        if not ks.size:
+            break
+        if start == 0:  # the full step alone (most are taken as they are)
+            trials = place(problem, pot, q, x, alpha, dq, alpha_max, hit, lower, upper)[None]
+            frames = sk.forward(trials[0]).frames[None]
+        else:
+            trials = np.repeat(q[None], ks.size, axis=0)
+            trials[:, cols] = np.clip(x + (alpha * 0.5**ks)[:, None] * dq, lower, upper)
+            trials = problem.constrain_many(trials)
+            frames = sk.forward_frames(trials)
+        for k, trial, frame in zip(ks, trials, frames):
+            found = _accepted(pot, q, value, grad, trial, Kinematics(sk, trial, frame))
+            if found is not None:
+                return (*found, int(k), capped)
+            if time.perf_counter() > deadline:
+                return None
+        start += ks.size
+    return None
+
+
+def _accepted(pot: Potential, q: np.ndarray, value: float, grad: np.ndarray, trial: np.ndarray, trial_kin):
+    """(trial, kin, errors, value) where ``trial`` meets Armijo's condition, else None."""
+    trial_errors = pot.batch.errors(trial_kin)
+    trial_value = pot.value(trial_errors)
+    slope = float(grad @ ((trial - q)[pot.cols] / pot.scale))
+    if trial_value <= value + ARMIJO * min(slope, 0.0) and np.isfinite(trial_value):
+        return trial, trial_kin, trial_errors, trial_value
     return None

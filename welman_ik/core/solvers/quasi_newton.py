@@ -170,7 +170,7 @@ def solve(problem: Problem, q0) -> SolveResult:
                 step = _direction(pot.gauss_newton(a, boost) + correction, grad, q[cols], lower, upper)
             taken = None
             if step is not None and float(grad @ step) < 0.0:
-                taken = _line_search(problem, pot, q, value, grad, step, unit, lower, upper)
+                taken = _line_search(problem, pot, q, value, grad, step, unit, lower, upper, deadline)
             if taken is None:
                 if correction.any():
                     correction = np.zeros_like(correction)
