@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 from chains import random_tree
 
-from welman_ik.core import FloorGoal, PositionGoal, Problem
+from welman_ik.core import FloorGoal, OrientationGoal, PositionGoal, Problem, TogetherGoal
+from welman_ik.core.problem import goal_errors
 from welman_ik.core.skeleton import subset
 from welman_ik.core.solvers import sr_inverse
 from welman_ik.core.solvers.frames import FramesProblem, solve_frames
@@ -141,3 +142,65 @@ def test_the_tree_of_a_goals_joints_moves_them_as_the_whole_tree(seed):
     orphan = keep[sk.parent[keep] >= 0][-1:]
     with pytest.raises(ValueError):
         subset(sk, orphan)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_together_and_direction_goals_hold_as_the_sr_inverse_alone(seed):
+    """Two points brought together (an offset apart, ``joints_b``) and a frame's two axes held
+    along world directions (``lengths``, ``owner``: the orientation goal's rows) on every frame:
+    each converged frame holds them as ``TogetherGoal`` and ``OrientationGoal`` measure them, as
+    near its preferred pose as the SR inverse alone leaves it."""
+    rng, sk, q0 = animated_tree(seed)
+    a, turned = sk.size - 1, sk.size - 4
+    others = [j for j in range(sk.size) if not sk.ancestors[a, j] and not sk.ancestors[j, a]]
+    b = max(others, key=lambda j: sk.ancestors[j].sum())  # the deepest point off a's branch
+    local_a, local_b = rng.normal(size=3), rng.normal(size=3)
+    other = q0 + rng.normal(scale=0.05, size=sk.size)  # a pose near each frame's that holds them all
+    fk = sk.forward_frames(other)
+    offset = (np.einsum("fij,j->fi", fk[:, a, :3, :3], local_a) + fk[:, a, :3, 3]
+              - np.einsum("fij,j->fi", fk[:, b, :3, :3], local_b) - fk[:, b, :3, 3])
+    rotation = fk[:, turned, :3, :3] / np.linalg.norm(fk[:, turned, :3, :3], axis=1, keepdims=True)
+    length = 0.7
+    problem = FramesProblem(
+        sk, np.array([a, turned, turned]), np.vstack([local_a, length * np.eye(3)[[0, 2]]]),
+        np.stack([offset, rotation[:, :, 0], rotation[:, :, 2]], axis=1), np.ones((FRAMES, 3)),
+        np.array([0, 1, 1]), np.zeros((3, 3)), reference=q0, tolerance=TOL,
+        joints_b=np.array([b, turned, turned]), local_b=np.vstack([local_b, np.zeros((2, 3))]),
+        lengths=np.array([0.0, length, length]), owner=np.array([0, 1, 1]))
+    result = solve_frames(problem, q0)
+    assert result.errors.shape == (FRAMES, 2)
+    assert result.converged.mean() >= 0.5
+    for f in np.flatnonzero(result.converged):
+        goals = [TogetherGoal(a, local_a, b, local_b, offset=offset[f]),
+                 OrientationGoal(turned, rotation[f], (True, False, True), length, priority=1)]
+        kin = sk.forward(result.q[f])
+        np.testing.assert_allclose(goal_errors(goals, kin), result.errors[f], atol=1e-9)
+        alone = sr_inverse.solve(Problem(sk, goals, reference=q0[f], tolerance=TOL, max_iterations=30,
+                                         rescue=False), q0[f])
+        if alone.converged:  # about as near the preferred pose (each weighs the joints its own way)
+            assert np.linalg.norm(result.q[f] - q0[f]) <= 1.15 * np.linalg.norm(alone.q - q0[f]) + 1e-3
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_whole_orientation_holds_as_the_orientation_goal_measures_it(seed):
+    """A frame's whole orientation held on every frame in three rows (``turns``, ``rotations``:
+    the rotation vector where its three axes would take nine): each converged frame holds it as
+    ``OrientationGoal`` on all three axes measures it, and a position goal beside it."""
+    rng, sk, q0 = animated_tree(seed)
+    turned, placed = sk.size - 4, sk.size - 1
+    local = rng.normal(size=3)
+    fk = sk.forward_frames(q0 + rng.normal(scale=0.05, size=sk.size))  # a pose near each frame's that holds both
+    rotation = fk[:, turned, :3, :3] / np.linalg.norm(fk[:, turned, :3, :3], axis=1, keepdims=True)
+    target = np.einsum("fij,j->fi", fk[:, placed, :3, :3], local) + fk[:, placed, :3, 3]
+    length = 0.6
+    rotations = np.zeros((FRAMES, 2, 3, 3))
+    rotations[:, 1] = rotation
+    problem = FramesProblem(sk, np.array([placed, turned]), np.vstack([local, np.zeros(3)]),
+                            np.stack([target, np.zeros((FRAMES, 3))], axis=1), np.ones((FRAMES, 2)), np.array([0, 1]),
+                            np.zeros((2, 3)), reference=q0, tolerance=TOL, lengths=np.array([0.0, length]),
+                            turns=np.array([False, True]), rotations=rotations)
+    result = solve_frames(problem, q0)
+    assert result.converged.mean() >= 0.5
+    for f in np.flatnonzero(result.converged):
+        goals = [PositionGoal(placed, local, target[f]), OrientationGoal(turned, rotation[f], length=length, priority=1)]
+        np.testing.assert_allclose(goal_errors(goals, sk.forward(result.q[f])), result.errors[f], atol=1e-9)

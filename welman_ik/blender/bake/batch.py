@@ -6,9 +6,10 @@ Each frame of the pass starts from its animated pose and keeps near it (its pref
 with the roots held on their path under 'FOLLOW' (as ``FrameSolver._on_path``): what the
 frame-by-frame solve would find with nothing carried over. A frame the pass does not settle
 (a contact starting, a limit, a range, a near-singular pose), a frame whose goals are of
-another kind, and every frame of a bake the pass does not serve (another solver, a retarget's
-goals, a skeleton with shears) is solved frame by frame as before, carrying on from the
-frame before it.
+another kind than position, floor, together and orientation, and every frame of a bake the
+pass does not serve (another solver, a retarget onto limbs the rig's own IK bends, a skeleton
+with shears) is solved frame by frame as before, carrying on from the frame before it. A
+retarget's frames each start from their lined-up pose and keep near it, as the pass's do.
 """
 
 from __future__ import annotations
@@ -17,8 +18,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ...core import PositionGoal
-from ...core.goals.floor import FloorGoal
+from ...core import FloorGoal, OrientationGoal, PositionGoal, TogetherGoal
 from ...core.ranges import INSIDE_SLACK
 from ...core.solvers.frames import FramesProblem, solve_frames
 from .goals import frame_goals
@@ -34,12 +34,44 @@ class Settled(NamedTuple):
     iterations: int
 
 CHUNK = 256  # frames sampled and solved together (a modal bake's slices take them one by one)
-KINDS = (PositionGoal, FloorGoal)
+NONE = np.zeros(3)
+
+
+def _position(goal: PositionGoal) -> tuple:
+    joint, local = int(goal.joint[0]), goal.local[0]
+    return ("P", joint, local.tobytes(), goal.priority), [(joint, local, -1, NONE, NONE, 0.0, False)], [goal.target]
+
+
+def _floor(goal: FloorGoal) -> tuple:
+    joint, local = int(goal.joint[0]), goal.local[0]
+    return (("F", joint, local.tobytes(), goal.normal.tobytes(), goal.priority),
+            [(joint, local, -1, NONE, goal.normal, 0.0, False)], [goal.origin])
+
+
+def _together(goal: TogetherGoal) -> tuple:
+    (a, b), (local_a, local_b) = goal.joints.tolist(), goal.local
+    return (("T", a, local_a.tobytes(), b, local_b.tobytes(), goal.priority),
+            [(a, local_a, b, local_b, NONE, 0.0, False)], [goal.offset])
+
+
+def _orientation(goal: OrientationGoal) -> tuple:
+    joint, key = int(goal.joint[0]), ("O", int(goal.joint[0]), goal.held.tobytes(), goal.length, goal.priority)
+    if len(goal.held) == 3:  # the whole orientation: one turn (its rotation as the target)
+        return key, [(joint, NONE, -1, NONE, NONE, goal.length, True)], [goal.target.T]
+    return key, [(joint, point, joint, NONE, NONE, goal.length, False) for point in goal.local[1:]], list(goal.target)
+
+
+# Each kind the pass takes: (its structure, the same on every frame it is in force; its rows, each
+# (joint, point, second joint or -1, second point, a floor's normal, a direction's length, whether
+# a whole orientation); their targets on the frame: a point or direction, a whole orientation's
+# rotation), as ``FramesProblem`` takes them.
+SHAPES = {PositionGoal: _position, FloorGoal: _floor, TogetherGoal: _together, OrientationGoal: _orientation}
 
 
 def serves(plan) -> bool:
-    """Whether the pass serves the bake of ``plan``: the SR inverse's, of the pins' goals."""
-    return plan.settings.solver == "SR_INVERSE" and plan.source is None
+    """Whether the pass serves the bake of ``plan``: the SR inverse's, of the pins' goals or of
+    a source's whose frames start from and keep near their animated pose (a retarget's)."""
+    return plan.settings.solver == "SR_INVERSE" and (plan.source is None or plan.source.prefers_animated)
 
 
 class FrameBatch:
@@ -67,7 +99,7 @@ class FrameBatch:
         solved: list = [None] * len(frames)
         trees: dict[int, list[int]] = {}
         for k, sample in enumerate(samples):
-            if goals[k].goals and all(isinstance(g, KINDS) for g in goals[k].goals):
+            if goals[k].goals and all(type(g) in SHAPES for g in goals[k].goals):
                 trees.setdefault(id(sample.tree), []).append(k)
         for members in trees.values():
             for k, q in zip(members, self._solve([samples[k] for k in members], [goals[k] for k in members])):
@@ -82,25 +114,30 @@ class FrameBatch:
         skeleton = samples[0].skeleton
         if not skeleton.conformal:
             return [None] * len(samples)
-        slots: dict[tuple, int] = {}
-        entries = []  # (frame, slot, target, weight)
-        order = []  # each frame's goals' slots, in order
+        shapes: dict[tuple, tuple[int, int]] = {}  # a goal's structure -> (its owner, its first row)
+        rows, entries, order = [], [], []  # each row; (frame, row, target, weight); each frame's goals' owners
         for k, frame_goal in enumerate(goals):
             order.append([])
             for goal in frame_goal.goals:
-                floor = isinstance(goal, FloorGoal)
-                key = (floor, int(goal.joint[0]), goal.local.tobytes(), goal.priority,
-                       goal.normal.tobytes() if floor else b"")
-                slot = slots.setdefault(key, len(slots))
-                order[-1].append(slot)
-                entries.append((k, slot, goal.origin if floor else goal.target, goal.weight))
-        count = len(slots)
-        frame_of, slot_of, target, weight = zip(*entries)
+                key, goal_rows, targets = SHAPES[type(goal)](goal)
+                found = shapes.get(key)
+                if found is None:
+                    found = shapes[key] = (len(shapes), len(rows))
+                    rows += [(*row, goal.priority, found[0]) for row in goal_rows]
+                order[-1].append(found[0])
+                entries += [(k, found[1] + r, target, goal.weight) for r, target in enumerate(targets)]
+        count = len(rows)
+        joints, local, joints_b, local_b, normals, lengths, turns, priority, owner = (np.array(column)
+                                                                                      for column in zip(*rows))
         targets = np.zeros((len(samples), count, 3))
+        rotations = np.zeros((len(samples), count, 3, 3)) if turns.any() else None
         weights = np.zeros((len(samples), count))
-        targets[frame_of, slot_of] = np.array(target)
-        weights[frame_of, slot_of] = weight
-        keys = sorted(slots, key=slots.get)
+        for k, row, target, weight in entries:
+            if turns[row]:
+                rotations[k, row] = target
+            else:
+                targets[k, row] = target
+            weights[k, row] = weight
         q0 = np.array([sample.q0 for sample in samples])
         reference = np.zeros_like(q0) if s.reference == "REST" else q0
         active = None
@@ -108,19 +145,19 @@ class FrameBatch:
             active = np.ones(skeleton.size, dtype=bool)
             active[tree.root_joints()] = False
         problem = FramesProblem(
-            skeleton, np.array([key[1] for key in keys], dtype=np.intp),
-            np.array([np.frombuffer(key[2]).reshape(3) for key in keys]), targets, weights,
-            np.array([key[3] for key in keys]),
-            np.array([np.frombuffer(key[4]) if key[0] else np.zeros(3) for key in keys]).reshape(count, 3),
-            reference=reference, active=active, tolerance=plan.tolerance, damping=s.damping,
-            reference_weight=s.reference_weight if s.reference in {"START", "REST"} else 0.0,
+            skeleton, joints.astype(np.intp), local.reshape(count, 3), targets, weights, priority,
+            normals.reshape(count, 3), reference=reference, active=active, tolerance=plan.tolerance,
+            damping=s.damping, reference_weight=s.reference_weight if s.reference in {"START", "REST"} else 0.0,
             lower=np.array([sample.skeleton.lower for sample in samples]),
-            upper=np.array([sample.skeleton.upper for sample in samples]))
+            upper=np.array([sample.skeleton.upper for sample in samples]), joints_b=joints_b.astype(np.intp),
+            local_b=local_b.reshape(count, 3), lengths=lengths.astype(float), owner=owner.astype(np.intp),
+            turns=turns.astype(bool), rotations=rotations)
         result = solve_frames(problem, q0)
         out = []
         for k, sample in enumerate(samples):
             settled = bool(result.converged[k])
             if settled and sample.ranges is not None and sample.ranges.size:
                 settled = bool(np.all(sample.ranges.excess(sample.skeleton, result.q[k]) <= INSIDE_SLACK))
-            out.append(Settled(result.q[k], result.errors[k, order[k]], int(result.iterations[k])) if settled else None)
+            out.append(Settled(result.q[k], result.errors[k, order[k]], int(result.iterations[k])) if settled
+                       else None)
         return out

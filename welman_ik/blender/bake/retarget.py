@@ -272,10 +272,11 @@ class Retarget:
         bone above holds a turn its constraints give it (a Rigify rig's FK legs hang from
         spine bones that copy its hips)."""
         frame = tree.rest().frames[tree.model.bones[bone].frame_joint]
-        return local / np.linalg.norm(frame[:3, :3], axis=0)
+        return local / tree.once(("axis scales", bone), lambda: np.linalg.norm(frame[:3, :3], axis=0))
 
     def _length(self, tree, bone: str) -> float:
-        return max(float(self.target.data.bones[bone].length * world_scale(self.target)), 1e-3)
+        return tree.once(("retarget length", bone), lambda: max(
+            float(self.target.data.bones[bone].length * world_scale(self.target)), 1e-3))
 
 
 def make(context, target, source, frames: list[int], scale: float, plants: bool) -> Retarget:

@@ -48,15 +48,17 @@ class FrameSolver:
         moving = tree.moving(key, steered)
         q_start, start = self.continuity.carry(sample.q0, tree.layout, moving, goals.share, self.plan.falloff,
                                                s.solver)
-        result = None if batched is None else self._batched(sample, goals, batched, asked, q_start)
-        if result is not None:
-            return self._solved(tree, sample, goals, result, asked)
+        source = self.plan.source
+        animated = source is not None and source.prefers_animated  # its own pose, and the solve starts there
+        if batched is not None:
+            result = self._batched(sample, goals, batched, asked, sample.q0 if animated else q_start)
+            if result is not None:
+                return self._solved(tree, sample, goals, result, asked)
         # The preferred pose of a bake is each frame's own animated pose, with the correction
         # carried over from the last frame (or easing off after a pin's end). The solve starts
         # there, or where the corrections of the last frames lead (``Continuity.carry``).
-        source = self.plan.source
         preferred = q_start
-        if source is not None and source.prefers_animated:  # its own pose, and the solve starts there
+        if animated:
             preferred = start = sample.q0
         problem = Problem(sample.skeleton, goals.goals, tolerance=self.plan.tolerance, max_iterations=s.max_iterations,
                           damping=s.damping, reference=preferred_pose(s.reference, preferred),

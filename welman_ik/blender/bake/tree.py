@@ -39,6 +39,13 @@ class Tree:
         frame = kin.frames[joint]
         return frame[:3, :3] @ local + frame[:3, 3]
 
+    def once(self, key, make):
+        """``make()``, worked out once per tree for ``key``."""
+        found = self._cache.get(key)
+        if found is None:
+            found = self._cache[key] = make()
+        return found
+
     def rest(self):
         """The kinematics of the rest pose (every joint at 0), once."""
         found = self._cache.get("rest")

@@ -33,6 +33,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ..skeleton import Skeleton, subset
+from ..threads import single_threaded
 from .reference_weights import carried_weights
 from .sr_inverse import INERTIA_POWER, MAX_STEP, REFERENCE_PROGRESS, REFERENCE_SETTLED, SLIDE_SCALE
 
@@ -50,6 +51,17 @@ class FramesProblem:
     priority:  (G,) each goal's level, 0 first.
     normals:   (G, 3) a floor goal's unit normal (the side its point may be on); zeros for a
                position goal.
+    joints_b, local_b: (G,) and (G, 3): a second point whose place is taken from the first's
+               (-1: none): the goal is then on p - p_b (a together goal: ``targets`` its offset).
+    lengths:   (G,) > 0 for a direction: the goal is ``length`` (t - u), u the unit direction
+               from p_b to p and t ``targets``' (an orientation goal's held axis, p at ``length``
+               along it); 0 for the others.
+    owner:     (G,) the goal each row belongs to, whose error is the root of its rows' sum of
+               squares (an orientation goal's held axes); None: each its own.
+    turns, rotations: (G,) bool and (F, G, 3, 3): a whole orientation, the joint's frame's
+               rotation R held at ``rotations`` T: its error is ``length`` |T - R| (an orientation
+               goal holding all three axes), its rows ``length`` times the rotation vector of
+               T R^T (three rows where its axes would take nine).
     reference: (F, n) the preferred pose of each frame (None: the start).
     active:    (n,) bool, the joints that may move (with mobility > 0).
     lower, upper: (F, n) each frame's joint limits (None: the skeleton's).
@@ -70,6 +82,12 @@ class FramesProblem:
     reference_weight: float = 1.0
     lower: np.ndarray | None = None
     upper: np.ndarray | None = None
+    joints_b: np.ndarray | None = None
+    local_b: np.ndarray | None = None
+    lengths: np.ndarray | None = None
+    owner: np.ndarray | None = None
+    turns: np.ndarray | None = None
+    rotations: np.ndarray | None = None
 
     def clamp(self, q: np.ndarray, frames: np.ndarray) -> np.ndarray:
         """``q`` (k, n) of ``frames`` (k,) within their limits."""
@@ -81,10 +99,31 @@ class FramesProblem:
     def floor(self) -> np.ndarray:
         return np.any(self.normals != 0.0, axis=1)
 
+    @property
+    def paired(self) -> np.ndarray:
+        """(G,) the goals on two points."""
+        return np.zeros(len(self.joints), dtype=bool) if self.joints_b is None else self.joints_b >= 0
+
+    @property
+    def direction(self) -> np.ndarray:
+        """(G,) the goals on a direction."""
+        return (np.zeros(len(self.joints), dtype=bool) if self.lengths is None
+                else (self.lengths > 0.0) & ~self.turning)
+
+    @property
+    def turning(self) -> np.ndarray:
+        """(G,) the whole orientations."""
+        return np.zeros(len(self.joints), dtype=bool) if self.turns is None else np.asarray(self.turns, dtype=bool)
+
+    def owners(self) -> np.ndarray:
+        """(G, goals) 1 where a row belongs to a goal."""
+        owner = np.arange(len(self.joints)) if self.owner is None else np.asarray(self.owner)
+        return (owner[:, None] == np.arange(owner.max(initial=-1) + 1)[None]).astype(float)
+
 
 @dataclass
 class FramesResult:
-    """q: (F, n) joint values; errors: (F, G) each goal's distance [m] (0 where absent);
+    """q: (F, n) joint values; errors: (F, goals) each goal's distance [m] (0 where absent);
     converged: (F,) every goal within tolerance; iterations: (F,) iterations each frame took."""
 
     q: np.ndarray
@@ -93,6 +132,7 @@ class FramesResult:
     iterations: np.ndarray
 
 
+@single_threaded  # many small matrices: threaded BLAS would only wait on busy cores
 def solve_frames(problem: FramesProblem, start: np.ndarray) -> FramesResult:
     """Every frame of ``problem`` from ``start`` (F, n), together (see the module's docstring).
     Only the joints that carry a goal point are worked on (``skeleton.subset``); the weights
@@ -102,7 +142,9 @@ def solve_frames(problem: FramesProblem, start: np.ndarray) -> FramesResult:
     sizes = _sizes(sk, q, problem)
     col_base = np.sqrt(np.clip(sk.mobility, 0.0, 1.0)) / sk.subtree**INERTIA_POWER
     ref_weight = carried_weights(sk)
-    keep = np.flatnonzero(sk.ancestors[problem.joints].any(axis=0))
+    pointed = problem.joints if problem.joints_b is None else np.concatenate(
+        [problem.joints, problem.joints_b[problem.joints_b >= 0]])
+    keep = np.flatnonzero(sk.ancestors[pointed].any(axis=0))
     if keep.size == sk.size:
         return _solve(problem, q, sizes, col_base, ref_weight)
     index = np.full(sk.size, -1, dtype=np.intp)
@@ -112,7 +154,9 @@ def solve_frames(problem: FramesProblem, start: np.ndarray) -> FramesResult:
         return None if values is None else np.asarray(values)[..., keep]
 
     inner = replace(problem, skeleton=subset(sk, keep), joints=index[problem.joints], reference=part(problem.reference),
-                    active=part(problem.active), lower=part(problem.lower), upper=part(problem.upper))
+                    active=part(problem.active), lower=part(problem.lower), upper=part(problem.upper),
+                    joints_b=None if problem.joints_b is None else np.where(problem.joints_b >= 0,
+                                                                            index[problem.joints_b], -1))
     result = _solve(inner, q[:, keep], sizes, col_base[keep], ref_weight[keep])
     q[:, keep] = result.q
     return replace(result, q=q)
@@ -129,7 +173,8 @@ def _solve(problem: FramesProblem, q: np.ndarray, sizes: np.ndarray, col_base: n
     cols = np.flatnonzero(movable)
     weights = np.asarray(problem.weights, dtype=float)
     levels = [np.flatnonzero(problem.priority == p) for p in np.unique(problem.priority)]
-    errors = np.zeros(weights.shape)
+    owners = problem.owners()
+    errors = np.zeros((frames, owners.shape[1]))
     iterations = np.zeros(frames, dtype=np.intp)
     done = np.zeros(frames, dtype=bool)
     ref_weight = all_weights[cols]
@@ -142,8 +187,8 @@ def _solve(problem: FramesProblem, q: np.ndarray, sizes: np.ndarray, col_base: n
     err = _Frames(problem, live, weights, sizes).errors(fk)
     for iteration in range(problem.max_iterations + 1):
         sub = _Frames(problem, live, weights, sizes[live])
-        errors[live] = err
-        met = np.all(err <= problem.tolerance, axis=1)
+        errors[live] = np.sqrt(err**2 @ owners)
+        met = np.all(errors[live] <= problem.tolerance, axis=1)
         if cols.size == 0:
             done[live] = True
             break
@@ -211,31 +256,75 @@ class _Frames:
         self.targets = problem.targets[live]
         self.weights = weights[live]
         self.size = size
-        self.floor = problem.floor
+        self.floor, self.paired, self.direction = problem.floor, problem.paired, problem.direction
+        self.turning = problem.turning
+        self.rotations = problem.rotations[live][:, self.turning] if self.turning.any() else None
 
-    def _residuals(self, fk: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(points (L, G, 3), residuals (L, G, 3)): a floor goal's residual is its depth below
-        the plane along the normal (zero above it)."""
+    def _points(self, fk: np.ndarray, joints: np.ndarray, local: np.ndarray) -> np.ndarray:
+        frames = fk[:, joints]
+        return np.einsum("lgij,gj->lgi", frames[:, :, :3, :3], local) + frames[:, :, :3, 3]
+
+    def _residuals(self, fk: np.ndarray) -> tuple:
+        """(points (L, G, 3), second points of the paired goals, the gaps p - p_b (p where
+        unpaired), the directions' unit vectors and lengths, residuals (L, G, 3)): a floor
+        goal's residual is its depth below the plane along the normal (zero above it)."""
         p = self.problem
-        frames = fk[:, p.joints]
-        points = np.einsum("lgij,gj->lgi", frames[:, :, :3, :3], p.local) + frames[:, :, :3, 3]
-        residual = self.targets - points
+        points = self._points(fk, p.joints, p.local)
+        gap, seconds = points, None
+        if self.paired.any():
+            seconds = self._points(fk, p.joints_b[self.paired], p.local_b[self.paired])
+            gap = points.copy()
+            gap[:, self.paired] -= seconds
+        residual = self.targets - gap
+        units = spans = None
+        if self.direction.any():
+            vectors = gap[:, self.direction]
+            spans = np.sqrt(np.einsum("lgi,lgi->lg", vectors, vectors))
+            units = vectors / spans[:, :, None]
+            residual[:, self.direction] = p.lengths[self.direction][None, :, None] * (
+                self.targets[:, self.direction] - units)
         if self.floor.any():
             depth = np.maximum(np.einsum("gi,lgi->lg", p.normals, residual), 0.0)
             residual = np.where(self.floor[None, :, None], depth[:, :, None] * p.normals[None], residual)
-        return points, residual
+        if self.rotations is not None:
+            residual[:, self.turning] = p.lengths[self.turning][None, :, None] * _rotation_vectors(
+                self.rotations @ np.swapaxes(self._frame_rotations(fk), 2, 3))
+        return points, seconds, units, spans, residual
+
+    def _frame_rotations(self, fk: np.ndarray) -> np.ndarray:
+        """The turning goals' joints' frame rotations (L, Gt, 3, 3), columns made unit."""
+        linear = fk[:, self.problem.joints[self.turning], :3, :3]
+        return linear / np.linalg.norm(linear, axis=2, keepdims=True)
 
     def errors(self, fk: np.ndarray) -> np.ndarray:
-        residual = self._residuals(fk)[1]
-        return np.where(self.weights > 0.0, np.sqrt(np.einsum("lgi,lgi->lg", residual, residual)), 0.0)
+        residual = self._residuals(fk)[-1]
+        squares = np.einsum("lgi,lgi->lg", residual, residual)
+        if self.rotations is not None:  # length |T - R|, as the orientation goal measures its axes
+            gap = self.rotations - self._frame_rotations(fk)
+            squares[:, self.turning] = self.problem.lengths[self.turning][None] ** 2 * np.einsum(
+                "lgij,lgij->lg", gap, gap)
+        return np.where(self.weights > 0.0, np.sqrt(squares), 0.0)
 
     def rows(self, fk: np.ndarray, cols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Residual rows (L, r) and Jacobian rows (L, r, c) of the joints ``cols``, each goal's
-        times sqrt(weight) / size: three of each position goal, then one of each floor goal
+        times sqrt(weight) / size: three of each goal but a floor, then one of each floor goal
         (its depth below the plane along the normal, zero above it); ``_level_rows`` says which."""
         p = self.problem
-        points, residual = self._residuals(fk)
+        points, seconds, units, spans, residual = self._residuals(fk)
         jac = _point_jacobians(p.skeleton, fk, p.joints, points, cols)  # (L, G, 3, c)
+        if seconds is not None:  # the gap's: the first point's columns less the second's
+            jac[:, self.paired] -= _point_jacobians(p.skeleton, fk, p.joints_b[self.paired], seconds, cols)
+        if units is not None:  # length (I - u u^T) d(gap) / |gap|
+            along = np.einsum("lgi,lgic->lgc", units, jac[:, self.direction])
+            scale = (p.lengths[self.direction][None] / spans)[:, :, None, None]
+            jac[:, self.direction] = scale * (jac[:, self.direction] - units[:, :, :, None] * along[:, :, None, :])
+        if self.rotations is not None:  # length times the unit axes of the hinges that turn the frame
+            sk, joints = p.skeleton, p.joints[self.turning]
+            turns = (sk.ancestors[np.ix_(joints, cols)] & (sk.lever[np.ix_(joints, cols)] < 0)
+                     & ~sk.prismatic[cols][None])
+            unit = _unit_axes(sk, fk, cols)  # (L, c, 3)
+            jac[:, self.turning] = (p.lengths[self.turning][None, :, None, None]
+                                    * np.swapaxes(unit, 1, 2)[:, None] * turns[None, :, None, :])
         scale = np.sqrt(self.weights) / self.size[:, None]  # (L, G)
         frames, floor = len(scale), self.floor
         place = ~floor
@@ -250,7 +339,6 @@ class _Frames:
         return e, j
 
 
-
 def _level_rows(floor: np.ndarray, levels: list[np.ndarray]) -> list[np.ndarray]:
     """The rows of ``_Frames.rows`` of each level's goals (``floor``: which goals are floors)."""
     first = np.cumsum(np.where(floor, 0, 3)) - np.where(floor, 0, 3)  # a position goal's first row
@@ -259,16 +347,30 @@ def _level_rows(floor: np.ndarray, levels: list[np.ndarray]) -> list[np.ndarray]
             else np.zeros(0, dtype=np.intp) for goals in levels]
 
 
+def _unit_axes(sk: Skeleton, fk: np.ndarray, cols: np.ndarray) -> np.ndarray:
+    """(L, c, 3) each joint's world axis, unit, signed by its frame's handedness."""
+    axes = np.einsum("lcij,cj->lci", fk[:, cols, :3, :3], sk.axis[cols])
+    lengths = np.sqrt(np.einsum("lci,lci->lc", axes, axes))
+    return axes * (sk.handedness[cols] / lengths)[:, :, None]
+
+
+def _rotation_vectors(rotations: np.ndarray) -> np.ndarray:
+    """The rotation vectors (..., 3), axis times angle, of rotations (..., 3, 3)."""
+    w = 0.5 * np.stack([rotations[..., 2, 1] - rotations[..., 1, 2], rotations[..., 0, 2] - rotations[..., 2, 0],
+                        rotations[..., 1, 0] - rotations[..., 0, 1]], axis=-1)
+    sine = np.sqrt(np.einsum("...i,...i->...", w, w))
+    cosine = 0.5 * (np.trace(rotations, axis1=-2, axis2=-1) - 1.0)
+    angle = np.arctan2(sine, cosine)
+    return w * np.where(sine > 1e-12, angle / np.maximum(sine, 1e-300), 1.0)[..., None]
+
+
 def _point_jacobians(sk: Skeleton, fk: np.ndarray, joints: np.ndarray, points: np.ndarray,
                      cols: np.ndarray) -> np.ndarray:
     """d(point)/dq (L, G, 3, c) of world ``points`` (L, G, 3) riding on ``joints`` (G,), for
     the joints ``cols`` (a conformal skeleton: unit(world axis) x (x - o), x the point or the
     head of the first non-inheriting joint between, ``Kinematics.point_jacobian``)."""
-    frames = fk[:, cols]
-    axes = np.einsum("lcij,cj->lci", frames[:, :, :3, :3], sk.axis[cols])
-    lengths = np.sqrt(np.einsum("lci,lci->lc", axes, axes))
-    unit = axes * (sk.handedness[cols] / lengths)[:, :, None]
-    origins = frames[:, :, :3, 3]
+    unit = _unit_axes(sk, fk, cols)
+    origins = fk[:, cols][..., :3, 3]
     if sk.detached.size:
         lever = sk.lever[np.ix_(joints, cols)]  # (G, c)
         heads = sk.heads_frames(fk)  # (L, n, 3)
@@ -282,7 +384,8 @@ def _point_jacobians(sk: Skeleton, fk: np.ndarray, joints: np.ndarray, points: n
                     u[..., 0] * rel[..., 1] - u[..., 1] * rel[..., 0]], axis=2)  # (L, G, 3, c)
     slides = sk.prismatic[cols]
     if slides.any():
-        jac[:, :, :, slides] = np.swapaxes(axes[:, slides], 1, 2)[:, None]
+        axes = np.einsum("lcij,cj->lci", fk[:, cols[slides], :3, :3], sk.axis[cols[slides]])
+        jac[:, :, :, slides] = np.swapaxes(axes, 1, 2)[:, None]
     return jac * sk.ancestors[np.ix_(joints, cols)][None, :, None, :]
 
 
@@ -313,15 +416,14 @@ def _step(e: np.ndarray, jac: np.ndarray, level_rows: list[np.ndarray], target: 
 
 
 def _damped(gram: np.ndarray, k: float) -> np.ndarray:
-    """``gram`` + k s I, s the mean of each frame's diagonal over its non-zero rows (zero rows,
-    goals absent, get s alone: they then solve to 0)."""
-    diagonal = np.einsum("lii->li", gram)
+    """``gram`` (a new array, changed in place) + k s I, s the mean of each frame's diagonal over
+    its non-zero rows (zero rows, goals absent, get s alone: they then solve to 0)."""
+    idx = np.arange(gram.shape[1])
+    diagonal = gram[:, idx, idx]
     count = np.maximum((diagonal > 0.0).sum(axis=1), 1)
     s = np.maximum(diagonal.sum(axis=1) / count, 1e-300)
-    out = gram.copy()
-    idx = np.arange(gram.shape[1])
-    out[:, idx, idx] += np.where(diagonal > 0.0, k * s[:, None], s[:, None])
-    return out
+    gram[:, idx, idx] += np.where(diagonal > 0.0, k * s[:, None], s[:, None])
+    return gram
 
 
 def _capped(part: np.ndarray) -> np.ndarray:
