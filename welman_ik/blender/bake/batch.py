@@ -26,12 +26,13 @@ from .sampling import frames_at_once, with_kinematics
 
 
 class Settled(NamedTuple):
-    """A frame the pass settled: its joint values, its goals' errors (in the frame's order) and
-    the iterations it took."""
+    """A frame the pass settled: its joint values, its goals' errors (in the frame's order), the
+    iterations it took, and whether it met every goal (else it stalled, its first level held)."""
 
     q: np.ndarray
     errors: np.ndarray
     iterations: int
+    converged: bool
 
 CHUNK = 256  # frames sampled and solved together (a modal bake's slices take them one by one)
 NONE = np.zeros(3)
@@ -153,11 +154,15 @@ class FrameBatch:
             local_b=local_b.reshape(count, 3), lengths=lengths.astype(float), owner=owner.astype(np.intp),
             turns=turns.astype(bool), rotations=rotations)
         result = solve_frames(problem, q0)
+        # A frame the pass leaves stalled with its first level held is as the frame by frame
+        # solve would leave it where that solve has no rescues (a retarget's): it polishes the
+        # first level and stops there too.
+        stops = plan.source is not None and not plan.source.rescue
         out = []
         for k, sample in enumerate(samples):
-            settled = bool(result.converged[k])
+            settled = bool(result.converged[k] or (stops and result.stalled[k] and result.first_met[k]))
             if settled and sample.ranges is not None and sample.ranges.size:
                 settled = bool(np.all(sample.ranges.excess(sample.skeleton, result.q[k]) <= INSIDE_SLACK))
-            out.append(Settled(result.q[k], result.errors[k, order[k]], int(result.iterations[k])) if settled
-                       else None)
+            out.append(Settled(result.q[k], result.errors[k, order[k]], int(result.iterations[k]),
+                               bool(result.converged[k])) if settled else None)
         return out

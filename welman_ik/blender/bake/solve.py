@@ -99,9 +99,9 @@ class FrameSolver:
             q = q.copy()
             q[carried] = q_start[carried]
             errors = goal_errors(goals.goals, sample.skeleton.forward(q))
-            if not np.all(errors <= self.plan.tolerance):
+            if settled.converged and not np.all(errors <= self.plan.tolerance):
                 return None
-        return SolveResult(q=q, iterations=settled.iterations, errors=errors, converged=True)
+        return SolveResult(q=q, iterations=settled.iterations, errors=errors, converged=settled.converged)
 
     def _met(self, problem: Problem, start: np.ndarray, sample) -> SolveResult | None:
         """Where nothing is carried over and the animated pose already meets every goal (the

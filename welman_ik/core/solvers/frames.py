@@ -35,7 +35,15 @@ import numpy as np
 from ..skeleton import Skeleton, subset
 from ..threads import single_threaded
 from .reference_weights import carried_weights
-from .sr_inverse import INERTIA_POWER, MAX_STEP, REFERENCE_PROGRESS, REFERENCE_SETTLED, SLIDE_SCALE
+from .sr_inverse import (
+    INERTIA_POWER,
+    MAX_STEP,
+    REFERENCE_PROGRESS,
+    REFERENCE_SETTLED,
+    SLIDE_SCALE,
+    STALL_GAIN,
+    STALL_SPAN,
+)
 
 HALVINGS = 4  # per iteration, of the frames whose first level the full step takes further away
 EPSILON = 1e-12  # relative regularisation of the levels above, in the null-space restriction
@@ -124,12 +132,16 @@ class FramesProblem:
 @dataclass
 class FramesResult:
     """q: (F, n) joint values; errors: (F, goals) each goal's distance [m] (0 where absent);
-    converged: (F,) every goal within tolerance; iterations: (F,) iterations each frame took."""
+    converged: (F,) every goal within tolerance; iterations: (F,) iterations each frame took;
+    stalled: (F,) left where no level came closer by ``STALL_GAIN`` over ``STALL_SPAN``
+    iterations (as ``sr_inverse`` tells a stall); first_met: (F,) the first level held."""
 
     q: np.ndarray
     errors: np.ndarray
     converged: np.ndarray
     iterations: np.ndarray
+    stalled: np.ndarray  # (F,) left unconverged where no level came closer over STALL_SPAN iterations
+    first_met: np.ndarray  # (F,) the first level's goals within tolerance
 
 
 @single_threaded  # many small matrices: threaded BLAS would only wait on busy cores
@@ -185,10 +197,26 @@ def _solve(problem: FramesProblem, q: np.ndarray, sizes: np.ndarray, col_base: n
     level_rows = _level_rows(problem.floor, levels)
     fk = sk.forward_frames(q)  # of the frames ``live``, at their joint values
     err = _Frames(problem, live, weights, sizes).errors(fk)
+    stalled = np.zeros(frames, dtype=bool)
+    # Each level's weighted squared distance at the start of each iteration (the stall's test).
+    distances = np.full((problem.max_iterations + 1, frames, len(levels)), np.nan)
     for iteration in range(problem.max_iterations + 1):
         sub = _Frames(problem, live, weights, sizes[live])
         errors[live] = np.sqrt(err**2 @ owners)
         met = np.all(errors[live] <= problem.tolerance, axis=1)
+        distances[iteration, live] = np.stack([  # each level's weighted RMS distance, as ``sr_inverse``'s
+            np.sqrt(_level_distance(err[:, g], weights[live][:, g]) / np.maximum(weights[live][:, g].sum(axis=1),
+                                                                                 1e-300)) for g in levels], axis=1)
+        if iteration >= STALL_SPAN:  # no level closer by STALL_GAIN over STALL_SPAN iterations: stalled
+            before, now = distances[iteration - STALL_SPAN, live], distances[iteration, live]
+            stuck = ~met & np.all(before - now <= STALL_GAIN * np.maximum(before, problem.tolerance), axis=1)
+            if stuck.any():
+                stalled[live[stuck]] = True
+                keep = ~stuck
+                live, err, met, fk = live[keep], err[keep], met[keep], fk[keep]
+                sub = _Frames(problem, live, weights, sizes[live])
+                if not live.size:
+                    break
         if cols.size == 0:
             done[live] = True
             break
@@ -231,7 +259,9 @@ def _solve(problem: FramesProblem, q: np.ndarray, sizes: np.ndarray, col_base: n
             worse[again] = _level_distance(err[again][:, first], first_weights[again]) > allowed[again]
         q[live] = trial
         iterations[live] += 1
-    return FramesResult(q, errors, done & np.all(errors <= problem.tolerance, axis=1), iterations)
+    first_goals = np.flatnonzero((owners[first] > 0).any(axis=0))
+    return FramesResult(q, errors, done & np.all(errors <= problem.tolerance, axis=1), iterations, stalled,
+                        np.all(errors[:, first_goals] <= problem.tolerance, axis=1))
 
 
 def _level_distance(errors: np.ndarray, weights: np.ndarray) -> np.ndarray:
