@@ -18,12 +18,25 @@ the whole orientation.
 
 from __future__ import annotations
 
+import functools
+import math
+
 import numpy as np
 
 from ..skeleton import Kinematics
 from .base import Goal, KindBatch
 
 AXES = np.eye(3)
+
+
+@functools.lru_cache(maxsize=64)
+def _held_points(axes: tuple, length: float) -> tuple[np.ndarray, np.ndarray]:
+    """(the held axes' indices, the frame's origin and a point ``length`` along each held axis),
+    read only: made once for goals alike (a bake makes one per frame)."""
+    held = np.flatnonzero(np.array(axes, dtype=bool))
+    local = np.vstack([np.zeros((1, 3)), length * AXES[held]])
+    held.flags.writeable = local.flags.writeable = False
+    return held, local
 
 
 class OrientationGoal(Goal):
@@ -35,20 +48,20 @@ class OrientationGoal(Goal):
                  weight: float = 1.0, priority: int = 0):
         super().__init__(weight, priority)
         target = np.asarray(target, dtype=float).reshape(3, 3)
-        held = np.flatnonzero(np.asarray(axes, dtype=bool))
-        if not np.all(np.isfinite(target)) or not held.size:
-            raise ValueError("orientation goal needs a finite target and at least one held axis")
-        if not (np.isfinite(length) and length > 0.0):
+        if not (math.isfinite(length) and length > 0.0):
             raise ValueError(f"orientation goal needs a length > 0, got {length}")
+        held, local = _held_points(tuple(bool(a) for a in axes), float(length))
+        if not np.isfinite(target).all() or not held.size:
+            raise ValueError("orientation goal needs a finite target and at least one held axis")
         directions = target[:, held].T  # (k, 3)
-        norms = np.linalg.norm(directions, axis=1)
-        if np.any(norms < 1e-9):
+        norms = np.sqrt(np.einsum("ki,ki->k", directions, directions))
+        if (norms < 1e-9).any():
             raise ValueError("orientation goal's target has a zero axis")
         self.joint = np.array([int(joint)])
         self.held = held
         self.length = float(length)
         self.target = directions / norms[:, None]  # (k, 3) unit directions
-        self.local = np.vstack([np.zeros((1, 3)), self.length * AXES[held]])  # the origin, then each axis's point
+        self.local = local  # the origin, then each axis's point (shared: read only)
         self.rows = 3 * len(held)
 
     def _axes(self, kin: Kinematics) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
