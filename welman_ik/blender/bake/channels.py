@@ -66,12 +66,29 @@ class Solutions:
     def channels(self) -> dict[int, dict[str, tuple]]:
         """frame -> bone -> (rotation data path, rotation values, location or None for a
         non-root), as ``RigModel.channels`` gives them."""
-        out: dict[int, dict[str, tuple]] = {frame: {} for frame in self.frames}
-        if not self.frames:
+        return self._channels(self.frames, self.q, self.q0, self.originals)
+
+    @property
+    def index(self) -> dict[int, int]:
+        """frame -> its place in ``frames``."""
+        return {frame: i for i, frame in enumerate(self.frames)}
+
+    def channels_of(self, changed: dict[int, np.ndarray]) -> dict[int, dict[str, tuple]]:
+        """``channels`` of some of the frames solved with this tree, each with the joint values
+        ``changed`` gives it instead of its solution (the plants' ease-in)."""
+        at = self.index
+        frames = list(changed)
+        rows = [at[frame] for frame in frames]
+        return self._channels(frames, [changed[frame] for frame in frames], [self.q0[i] for i in rows],
+                              [self.originals[i] for i in rows])
+
+    def _channels(self, frames: list[int], q, q0, originals) -> dict[int, dict[str, tuple]]:
+        out: dict[int, dict[str, tuple]] = {frame: {} for frame in frames}
+        if not frames:
             return out
-        q, q0 = np.array(self.q), np.array(self.q0)
+        q, q0 = np.array(q), np.array(q0)
         # Each channel of every frame's animated values at once: (frames, bones, width).
-        held = {channel: np.array([o.array(channel) for o in self.originals]) for channel in BoneChannels.CHANNELS}
+        held = {channel: np.array([o.array(channel) for o in originals]) for channel in BoneChannels.CHANNELS}
         for row, (name, hinges, slides, order, mode, path) in enumerate(self.bones):
             angles = q[:, hinges]
             kept = np.all(angles == q0[:, hinges], axis=1)
@@ -87,14 +104,13 @@ class Solutions:
                 rotations = euler_values(angles, axes, order_axes([mode] * len(angles)),
                                          held["rotation_euler"][:, row].astype(float)).tolist()
             else:
-                originals = [o[name] for o in self.originals]
-                rotations = [rotation_channels(_animated(mode, o), Euler(a, order))[1] if not k else None
+                rotations = [rotation_channels(_animated(mode, o[name]), Euler(a, order))[1] if not k else None
                              for o, a, k in zip(originals, angles.tolist(), kept)]
             animated_rotations = held[path][:, row].tolist()
             moved = None if slides is None else ~np.all(q[:, slides] == q0[:, slides], axis=1)
             locations = None if slides is None else np.where(moved[:, None], q[:, slides],
                                                              held["location"][:, row]).tolist()
-            for i, frame in enumerate(self.frames):
+            for i, frame in enumerate(frames):
                 rotation = tuple(animated_rotations[i] if kept[i] else rotations[i])
                 out[frame][name] = (path, rotation, None if slides is None else tuple(locations[i]))
         return out

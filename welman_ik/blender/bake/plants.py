@@ -53,8 +53,10 @@ def ease_onto_plants(plan, log, sampling, results: dict) -> None:
             changed[frame] = np.where(mask, q + weight * (q0 + (first.q - first.q0) - q), q)
     for frame, q in changed.items():
         changed[frame] = _above(plan, log, sampling, frame, q, tree.layout)
-    for frame, q in sorted(changed.items()):
-        results[frame] = sampling.at(frame).tree.model.channels(q)
+    ours = tree.solutions.index.keys() & changed.keys()  # (the frames eased are this tree's, but for a rebuilt one)
+    results.update(tree.solutions.channels_of({frame: changed[frame] for frame in sorted(ours)}))
+    for frame in sorted(changed.keys() - ours):
+        results[frame] = sampling.at(frame).tree.model.channels(changed[frame])
 
 
 def _above(plan, log, sampling, frame: int, q: np.ndarray, layout) -> np.ndarray:
