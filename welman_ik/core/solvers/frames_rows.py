@@ -77,19 +77,23 @@ class FrameRows:
         times sqrt(weight) / size: three of each goal but a floor, then one of each floor goal
         (its depth below the plane along the normal, zero above it); ``level_rows`` says which."""
         p = self.problem
+        sk = p.skeleton
         points, seconds, units, spans, residual = self._residuals(fk)
-        jac = _point_jacobians(p.skeleton, fk, p.joints, points, cols)  # (L, G, 3, c)
+        unit = _unit_axes(sk, fk, cols)  # (L, c, 3), once for every kind
+        heads = sk.heads_frames(fk) if sk.detached.size else None
+        pointed = ~self.turning  # (a whole orientation's rows come from the axes alone)
+        jac = np.zeros((len(fk), len(p.joints), 3, cols.size))
+        jac[:, pointed] = _point_jacobians(sk, fk, p.joints[pointed], points[:, pointed], cols, unit, heads)
         if seconds is not None:  # the gap's: the first point's columns less the second's
-            jac[:, self.paired] -= _point_jacobians(p.skeleton, fk, p.joints_b[self.paired], seconds, cols)
+            jac[:, self.paired] -= _point_jacobians(sk, fk, p.joints_b[self.paired], seconds, cols, unit, heads)
         if units is not None:  # length (I - u u^T) d(gap) / |gap|
             along = np.einsum("lgi,lgic->lgc", units, jac[:, self.direction])
             scale = (p.lengths[self.direction][None] / spans)[:, :, None, None]
             jac[:, self.direction] = scale * (jac[:, self.direction] - units[:, :, :, None] * along[:, :, None, :])
         if self.rotations is not None:  # length times the unit axes of the hinges that turn the frame
-            sk, joints = p.skeleton, p.joints[self.turning]
+            joints = p.joints[self.turning]
             turns = (sk.ancestors[np.ix_(joints, cols)] & (sk.lever[np.ix_(joints, cols)] < 0)
                      & ~sk.prismatic[cols][None])
-            unit = _unit_axes(sk, fk, cols)  # (L, c, 3)
             jac[:, self.turning] = (p.lengths[self.turning][None, :, None, None]
                                     * np.swapaxes(unit, 1, 2)[:, None] * turns[None, :, None, :])
         scale = np.sqrt(self.weights) / self.size[:, None]  # (L, G)
@@ -132,15 +136,15 @@ def _rotation_vectors(rotations: np.ndarray) -> np.ndarray:
 
 
 def _point_jacobians(sk: Skeleton, fk: np.ndarray, joints: np.ndarray, points: np.ndarray,
-                     cols: np.ndarray) -> np.ndarray:
+                     cols: np.ndarray, unit: np.ndarray, heads: np.ndarray | None) -> np.ndarray:
     """d(point)/dq (L, G, 3, c) of world ``points`` (L, G, 3) riding on ``joints`` (G,), for
     the joints ``cols`` (a conformal skeleton: unit(world axis) x (x - o), x the point or the
-    head of the first non-inheriting joint between, ``Kinematics.point_jacobian``)."""
-    unit = _unit_axes(sk, fk, cols)
+    head of the first non-inheriting joint between, ``Kinematics.point_jacobian``); ``unit``
+    the joints' unit axes (``_unit_axes``), ``heads`` the joints' heads (``heads_frames``;
+    None: every joint inherits)."""
     origins = fk[:, cols][..., :3, 3]
-    if sk.detached.size:
+    if heads is not None:
         lever = sk.lever[np.ix_(joints, cols)]  # (G, c)
-        heads = sk.heads_frames(fk)  # (L, n, 3)
         through = np.where((lever >= 0)[None, :, :, None], heads[:, np.maximum(lever, 0)], points[:, :, None, :])
     else:
         through = points[:, :, None, :]
