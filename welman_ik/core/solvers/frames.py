@@ -284,24 +284,34 @@ def _sizes(sk: Skeleton, q: np.ndarray, problem: FramesProblem) -> np.ndarray:
 def _step(e: np.ndarray, jac: np.ndarray, level_rows: list[np.ndarray], target: np.ndarray,
           ref_weight: np.ndarray, damping: float, pull: float) -> np.ndarray:
     """The task-priority step (L, c) in scaled units: each level's damped least-squares part in
-    the null space of the levels above, then the preferred pose's (``target``, diagonal
-    weights ``ref_weight``) in the null space of every level; each part capped at ``MAX_STEP``."""
+    the null space of the levels above, then the preferred pose's (``target``, diagonal weights
+    ``ref_weight``) in the null space of every level (with every iteration's: the goals' steps
+    then keep near it from the start, which saves iterations); each part capped at ``MAX_STEP``."""
     frames, c = target.shape
     total = np.zeros((frames, c))
     above = np.zeros((frames, 0, c))
+    gram_above = None  # above's Gram matrix
     for rows in level_rows:
         a, err = jac[:, rows], e[:, rows] - np.einsum("lrc,lc->lr", jac[:, rows], total)
-        if above.shape[1]:
-            gram_above = _damped(above @ np.swapaxes(above, 1, 2), EPSILON)
-            a = a - (a @ np.swapaxes(above, 1, 2)) @ np.linalg.solve(gram_above, above)
-        gram = _damped(a @ np.swapaxes(a, 1, 2), damping)
-        part = np.einsum("lrc,lr->lc", a, np.linalg.solve(gram, err[:, :, None])[:, :, 0])
+        if above.shape[1]:  # a - (a A^T) (A A^T)^-1 A
+            cross = a @ np.swapaxes(above, 1, 2)
+            a = a - np.swapaxes(np.linalg.solve(_damped(gram_above.copy(), EPSILON), np.swapaxes(cross, 1, 2)),
+                                1, 2) @ above
+        raw = a @ np.swapaxes(a, 1, 2)
+        part = np.einsum("lrc,lr->lc", a, np.linalg.solve(_damped(raw.copy(), damping), err[:, :, None])[:, :, 0])
         total += _capped(part)
+        if gram_above is None:
+            gram_above = raw
+        else:  # the rows below are in the null space of those above: the Gram matrix is block-diagonal
+            size = gram_above.shape[1] + raw.shape[1]
+            grown = np.zeros((frames, size, size))
+            grown[:, :gram_above.shape[1], :gram_above.shape[1]] = gram_above
+            grown[:, gram_above.shape[1]:, gram_above.shape[1]:] = raw
+            gram_above = grown
         above = np.concatenate([above, a], axis=1)
     # The preferred pose: argmin ||W x - W t|| with A x = 0, x = t - W^-2 A^T (A W^-2 A^T)^-1 A t.
     t = target - total
-    inverse = 1.0 / ref_weight**2
-    scaled = above * inverse[None, None, :]  # A W^-2
+    scaled = above * (1.0 / ref_weight**2)[None, None, :]  # A W^-2
     gram = _damped(scaled @ np.swapaxes(above, 1, 2), EPSILON)
     lam = np.linalg.solve(gram, np.einsum("lrc,lc->lr", above, t)[:, :, None])[:, :, 0]
     return total + pull * _capped(t - np.einsum("lrc,lr->lc", scaled, lam))
