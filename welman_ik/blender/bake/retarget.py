@@ -234,9 +234,10 @@ class Retarget:
         placed = set(planted)
         turned = placed if self.prefers_animated else {bone for bone in placed if planted.count(bone) > 1}
         pitched = placed - turned
-        for bone, local, height in self.floors:
-            out.append(FloorGoal(model.bones[bone].frame_joint, self._local(tree, bone, local), (0.0, 0.0, height),
-                                 priority=PLANTS))
+        for bone, local, height in self.floors:  # (the same on every frame: made once per tree)
+            out.append(tree.once(("retarget floor", bone, local.tobytes(), height), lambda b=bone, p=local, h=height:
+                                 FloorGoal(model.bones[b].frame_joint, self._local(tree, b, p), (0.0, 0.0, h),
+                                           priority=PLANTS)))
         for k in on:
             plant = self.plants[k]
             joint = model.bones[plant.bone].frame_joint
