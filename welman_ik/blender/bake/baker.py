@@ -105,7 +105,7 @@ class Baker:
             goals, batched = frame_goals(self.plan, sample), None
         else:
             sample, goals, batched = taken
-        solved = self.solver.solve(sample, goals, batched)
+        solved = self.solver.solve(sample, goals, batched, lambda *carried: self.batch.again(frame, *carried))
         sample.tree.solutions.add(sample.frame, solved.q, solved.q0, sample.originals)
         self.log.add(goals, solved, sample.tree.model.bones)
         return float(solved.result.errors[:len(goals.goals)].max(initial=0.0))

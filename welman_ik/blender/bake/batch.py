@@ -82,6 +82,7 @@ class FrameBatch:
         self.plan, self.sampling = plan, sampling
         self.serves = serves(plan)
         self.ready: dict[int, tuple] = {}  # frame -> (sample, goals, ``Settled`` or None)
+        self.taken = None  # (frame, its entry) last taken
 
     def take(self, frame: int) -> tuple | None:
         """(sample, goals, ``Settled`` or None) of ``frame``; None where the
@@ -92,7 +93,8 @@ class FrameBatch:
             frames = self.plan.frames
             at = frames.index(frame)
             self._prepare(frames[at:at + CHUNK])
-        return self.ready.pop(frame)
+        self.taken = (frame, self.ready.pop(frame))
+        return self.taken[1]
 
     def _prepare(self, frames: list[int]) -> None:
         samples = with_kinematics(frames_at_once(self.sampling, frames))
@@ -108,7 +110,32 @@ class FrameBatch:
         for frame, sample, frame_goal, q in zip(frames, samples, goals, solved):
             self.ready[frame] = (sample, frame_goal, q)
 
-    def _solve(self, samples: list, goals: list) -> list:
+    def again(self, frame: int, correction: np.ndarray, weight: float):
+        """``frame`` and the frames after it in its chunk with the same goals in force, solved
+        together once more, each keeping near its animated pose plus ``correction`` (the last
+        frame's, whose range weight was ``weight``, carried on as the frame by frame solve
+        carries it: scaled by each frame's range weight over that) and starting there: where
+        the goals changed and the pass's poses near the animation jumped from the last frame's
+        (a plant's end while another holds the foot). ``frame``'s ``Settled``, or None."""
+        if self.taken is None or self.taken[0] != frame:
+            return None
+        sample, goals, _ = self.taken[1]
+        if not goals.goals or not all(type(g) in SHAPES for g in goals.goals):
+            return None
+        frames = self.plan.frames
+        run = [(sample, goals)]
+        for later in frames[frames.index(frame) + 1:]:
+            entry = self.ready.get(later)
+            if entry is None or entry[0].tree is not sample.tree or entry[1].moving_key != goals.moving_key:
+                break
+            run.append(entry[:2])
+        scales = np.array([min(1.0, entry[1].share / weight) if weight > 1e-9 else entry[1].share for entry in run])
+        solved = self._solve([entry[0] for entry in run], [entry[1] for entry in run], scales[:, None] * correction)
+        for (later_sample, later_goals), settled in zip(run[1:], solved[1:]):
+            self.ready[later_sample.frame] = (later_sample, later_goals, settled)
+        return solved[0]
+
+    def _solve(self, samples: list, goals: list, correction: np.ndarray | None = None) -> list:
         """Each of ``samples`` (one tree) as the pass settled it, None where it did not."""
         plan, s = self.plan, self.plan.settings
         tree = samples[0].tree
@@ -140,7 +167,8 @@ class FrameBatch:
                 targets[k, row] = target
             weights[k, row] = weight
         q0 = np.array([sample.q0 for sample in samples])
-        reference = np.zeros_like(q0) if s.reference == "REST" else q0
+        start = q0 if correction is None else q0 + correction
+        reference = np.zeros_like(q0) if s.reference == "REST" else start
         active = None
         if plan.root_motion == "FOLLOW":  # the roots held on their path (``FrameSolver._on_path``)
             active = np.ones(skeleton.size, dtype=bool)
@@ -153,7 +181,7 @@ class FrameBatch:
             upper=np.array([sample.skeleton.upper for sample in samples]), joints_b=joints_b.astype(np.intp),
             local_b=local_b.reshape(count, 3), lengths=lengths.astype(float), owner=owner.astype(np.intp),
             turns=turns.astype(bool), rotations=rotations)
-        result = solve_frames(problem, q0)
+        result = solve_frames(problem, start)
         # A frame the pass leaves stalled with its first level held is as the frame by frame
         # solve would leave it where that solve has no rescues (a retarget's): it polishes the
         # first level and stops there too.

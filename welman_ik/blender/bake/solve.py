@@ -20,6 +20,9 @@ from ..rig.model import RigError
 from .carry import Continuity
 from .goals import FrameGoals, off_path, path_goals
 
+JUMPED = "jumped"  # ``_batched``'s answer where the frame's corrections jump from the last frame's
+CARRY_JUMP = 0.01  # [rad, or m] the largest change of a joint's correction from the last frame a frame solved together may make
+
 
 class Solved(NamedTuple):
     """A frame's solution: its animated and solved joint values, the solve's outcome, and the
@@ -39,8 +42,9 @@ class FrameSolver:
         self.plan = plan
         self.continuity = Continuity()
         self.root_off: dict[tuple[str, float], np.ndarray] = {}  # how far the last frame left the roots' path
+        self.last_key = None  # the goals in force on the last frame (``FrameGoals.moving_key``)
 
-    def solve(self, sample, goals: FrameGoals, batched=None) -> Solved:
+    def solve(self, sample, goals: FrameGoals, batched=None, again=None) -> Solved:
         """``batched``: the frame as the frames solved together settled it (``batch.Settled``),
         taken where nothing carried over from the frame before changes it."""
         tree, s = sample.tree, self.plan.settings
@@ -51,8 +55,14 @@ class FrameSolver:
         source = self.plan.source
         animated = source is not None and source.prefers_animated  # its own pose, and the solve starts there
         if batched is not None:
-            result = self._batched(sample, goals, batched, asked, sample.q0 if animated else q_start)
-            if result is not None:
+            start_from = sample.q0 if animated else q_start
+            result = self._batched(sample, goals, batched, asked, start_from)
+            if result is JUMPED and again is not None:  # the frames together once more, carrying on from here
+                _, animated_before, solved_before, _ = self.continuity.previous
+                steering = tree.steering(asked.steered(self.plan.obj))  # (the others ease off as they do)
+                batched = again(np.where(steering, solved_before - animated_before, 0.0), self.continuity.weight_before)
+                result = None if batched is None else self._batched(sample, goals, batched, asked, start_from)
+            if isinstance(result, SolveResult):
                 return self._solved(tree, sample, goals, result, asked)
         # The preferred pose of a bake is each frame's own animated pose, with the correction
         # carried over from the last frame (or easing off after a pin's end). The solve starts
@@ -80,6 +90,7 @@ class FrameSolver:
         """The frame's outcome, handed on to the next frame."""
         q0, q = sample.q0.copy(), result.q.copy()
         self.continuity.solved(tree.layout, q0, q, result.converged)
+        self.last_key = goals.moving_key
         self.root_off = off_path(tree, q0, q, goals.path)
         return Solved(tree.layout, q0, q, result, tree.steering(asked.steered(self.plan.obj)))
 
@@ -90,7 +101,8 @@ class FrameSolver:
         corrections of the frames before, or easing them off after a pin's end, as the frame
         by frame solve would (``Continuity.carry``: a foot's turn about its held heel once its
         toe is let go); None where what the last frame hands on asks for more: the roots off
-        their path, or a goal the carried joints miss."""
+        their path, or a goal the carried joints miss; ``JUMPED`` where its corrections jump from
+        the last frame's."""
         if self.root_off or (goals.path and not self.continuity.held):
             return None
         q, errors = settled.q, settled.errors
@@ -98,6 +110,18 @@ class FrameSolver:
         if carried.any():
             q = q.copy()
             q[carried] = q_start[carried]
+        # Continuity: the corrections change little from one frame to the next where the goals
+        # go on as they were; where they change (a plant's end while the other holds the foot),
+        # the pass's pose, near the animation, may lie far from the last frame's, which the frame
+        # by frame solve carries on from: the run of frames with these goals is then solved
+        # together again from the last frame's correction (``batch.FrameBatch.again``).
+        before = self.continuity.previous
+        if (before is not None and before[0] == sample.tree.layout and self.plan.source is None
+                and goals.moving_key != self.last_key):  # (within a run of the same goals they are smooth)
+            _, animated, solved, _ = before
+            if np.abs((q - sample.q0) - (solved - animated)).max(initial=0.0) > CARRY_JUMP:
+                return JUMPED
+        if carried.any():
             errors = goal_errors(goals.goals, sample.skeleton.forward(q))
             if settled.converged and not np.all(errors <= self.plan.tolerance):
                 return None
