@@ -37,13 +37,15 @@ def bare_human():
 CLIP_SCALES = {"pymo_walk.bvh": 0.0254}  # inches; the others are in centimetres
 
 
-def import_clip(name: str, whole: bool = False):
-    """A fixture clip imported with Blender's BVH importer (in metres), the new armature in
-    pose mode; ``whole``: the scene's frame range set to the clip's frames."""
+def import_clip(name, whole: bool = False):
+    """A fixture clip (its name, or the path of a clip made from one) imported with Blender's
+    BVH importer (in metres), the new armature in pose mode; ``whole``: the scene's frame range
+    set to the clip's frames."""
     import addon_utils  # on the path once bpy is imported
 
     addon_utils.enable("io_anim_bvh", default_set=True)
-    bpy.ops.import_anim.bvh(filepath=str(FIXTURES / name), global_scale=CLIP_SCALES.get(name, 0.01),
+    path = name if isinstance(name, Path) else FIXTURES / name
+    bpy.ops.import_anim.bvh(filepath=str(path), global_scale=CLIP_SCALES.get(path.name, 0.01),
                             update_scene_duration=whole)
     if whole:  # the importer ends the scene one frame past the last key
         bpy.context.scene.frame_end = int(bpy.context.object.animation_data.action.frame_range[1])

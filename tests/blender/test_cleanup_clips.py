@@ -3,6 +3,8 @@ their heel and toe contacts detected, the whole clip baked; measured on the eval
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import bpy
 import numpy as np
 import pytest
@@ -11,7 +13,10 @@ from conftest import import_clip
 
 from welman_ik.core import anatomy
 
-CLIPS = ("mocapbank_clip.bvh", "mixamo_clip.bvh", "pymo_walk.bvh")
+# The fixture clips, and the longest played on to 700 frames (forward, then back: every step one
+# of its own), whose plants start and end in other orders (a heel let go while the toe holds).
+CLIPS = ("mocapbank_clip.bvh", "mixamo_clip.bvh", "pymo_walk.bvh", "mocapbank_clip.bvh, played on")
+TAKE_FRAMES = 700
 STEP_MARGIN = 0.003  # [m] a baked step may exceed the source's largest by this much
 
 
@@ -35,9 +40,15 @@ def sample(obj, frames) -> dict[str, np.ndarray]:
 
 
 @pytest.fixture(scope="module", params=CLIPS)
-def cleaned(request):
+def cleaned(request, tmp_path_factory):
     scenes.empty_scene()
-    obj = import_clip(request.param, whole=True)
+    name = request.param
+    if name.endswith("played on"):
+        import bench_cleanup
+
+        source = Path(__file__).resolve().parent.parent / "fixtures" / name.split(",")[0]
+        name = bench_cleanup.longer_take(source, TAKE_FRAMES, tmp_path_factory.mktemp("take") / "take.bvh")
+    obj = import_clip(name, whole=True)
     scene = bpy.context.scene
     found = feet(obj)
     assert len(found) == 2, found
