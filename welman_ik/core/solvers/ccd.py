@@ -107,6 +107,8 @@ def solve(problem: Problem, q0) -> SolveResult:
         history.append(float(errors.max(initial=0.0)))
         keeper.see(q, kin, errors)
         if np.all(errors <= problem.tolerance):
+            if time.perf_counter() > deadline:
+                break
             pulled = pull.step(q, kin, errors)
             if pulled is None:
                 break
@@ -155,7 +157,7 @@ def solve(problem: Problem, q0) -> SolveResult:
             q = _nudge(problem, q, idle)
             continue
         memory = memory[-ANDERSON:] + [(start, q)]
-        if len(memory) > 1:
+        if len(memory) > 1 and time.perf_counter() < deadline:
             q, kin = _accelerate(problem, pairs, phases[0][0], phases[-1][0], memory)
     if kin is None:
         kin = sk.forward(q)
