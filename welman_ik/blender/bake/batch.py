@@ -136,7 +136,9 @@ class FrameBatch:
         return solved[0]
 
     def _solve(self, samples: list, goals: list, correction: np.ndarray | None = None) -> list:
-        """Each of ``samples`` (one tree) as the pass settled it, None where it did not."""
+        """Each of ``samples`` (one tree) as the pass settled it, None where it did not;
+        ``correction`` (frames, n): added to each frame's animated pose, where it starts and what
+        it keeps near."""
         plan, s = self.plan, self.plan.settings
         tree = samples[0].tree
         skeleton = samples[0].skeleton
