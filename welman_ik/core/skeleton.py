@@ -249,28 +249,46 @@ class Skeleton:
 
     def forward_frames(self, q: np.ndarray) -> np.ndarray:
         """The frames (F, n, 4, 4) of every joint for ``F`` configurations ``q`` (F, n) at once:
-        ``_forward`` with a leading frame axis (a bake's frames solved together)."""
+        ``_forward`` with a leading frame axis, by depth level (``frames_by_level``: with many
+        frames, each joint's product once beats pointer jumping's fewer, larger rounds)."""
         n = self.size
         q = np.asarray(q, dtype=float)
         turn = q * self._revolute
-        stack = np.broadcast_to(self._fk_stack, (len(q), n + 2, 4, 4)).copy()
-        stack[:, :n, :3, :3] += (np.sin(turn)[:, :, None, None] * self._fk_sin
-                                 + (1.0 - np.cos(turn))[:, :, None, None] * self._fk_cos)
-        stack[:, :n, :3, 3] += q[:, :, None] * self._fk_slide
-        for pointer in self._rounds:
-            stack = stack[:, pointer] @ stack
-        frames = stack[:, :n]
-        d = self.detached
-        if d.size:
-            g = (frames[:, self.parent[d], :3] @ self._head_offsets)[..., 0]
-            frames[:, :, :3, 3] += np.einsum("nd,fdi->fni", self._shift, g)
-        return frames
+        local = np.broadcast_to(self._fk_stack[:n], (len(q), n, 4, 4)).copy()
+        local[:, :, :3, :3] += (np.sin(turn)[:, :, None, None] * self._fk_sin
+                                + (1.0 - np.cos(turn))[:, :, None, None] * self._fk_cos)
+        local[:, :, :3, 3] += q[:, :, None] * self._fk_slide
+        return frames_by_level(self, local)
 
     def heads_frames(self, frames: np.ndarray) -> np.ndarray:
         """``Kinematics.heads`` of frames (F, n, 4, 4) from ``forward_frames``: (F, n, 3)."""
         base = np.broadcast_to(self.base, (len(frames), 1, 4, 4))
         parents = np.concatenate([frames, base], axis=1)[:, self.parent]
         return np.einsum("fnij,nj->fni", parents[:, :, :3, :3], self.rest[:, :3, 3]) + parents[:, :, :3, 3]
+
+
+def frames_by_level(sk: Skeleton, local: np.ndarray) -> np.ndarray:
+    """World frames (F, n, 4, 4) from each joint's local transform (F, n, 4, 4) (its ``_fk_stack``
+    entry times its motion), a depth level at a time: a root's parent frame is the base, a
+    joint that does not inherit starts from the identity (its head is shifted on afterwards, as
+    in ``Skeleton._forward``)."""
+    frames = np.empty_like(local)
+    detached = ~sk.inherits & (sk.parent >= 0)
+    for level in sk.levels:
+        parents = sk.parent[level]
+        top, free = parents < 0, detached[level]
+        inner = ~(top | free)
+        if top.any():
+            frames[:, level[top]] = sk.base @ local[:, level[top]]
+        if free.any():
+            frames[:, level[free]] = local[:, level[free]]
+        if inner.any():
+            frames[:, level[inner]] = frames[:, parents[inner]] @ local[:, level[inner]]
+    d = sk.detached
+    if d.size:
+        g = (frames[:, sk.parent[d], :3] @ sk._head_offsets)[..., 0]
+        frames[:, :, :3, 3] += np.einsum("nd,fdi->fni", sk._shift, g)
+    return frames
 
 
 def subset(skeleton: Skeleton, keep: np.ndarray) -> Skeleton:
