@@ -54,14 +54,13 @@ def direction(hessian: np.ndarray, grad: np.ndarray, x: np.ndarray, lower: np.nd
     return step
 
 
-def place(problem: Problem, pot: Potential, q, x, alpha, dq, alpha_max, hit, lower, upper) -> np.ndarray:
-    """q + alpha dq within the limits (the joint that reaches its bound first exactly on it
-    when alpha is alpha_max), projected onto the spherical ranges."""
-    trial = q.copy()
-    trial[pot.cols] = np.clip(x + alpha * dq, lower, upper)
-    if alpha == alpha_max:
-        trial[pot.cols[hit]] = upper[hit] if dq[hit] > 0.0 else lower[hit]
-    return problem.constrain(trial)
+def place(problem: Problem, pot: Potential, q, x, alphas, dq, alpha_max, hit, lower, upper) -> np.ndarray:
+    """q + alpha dq (k, n) for each of ``alphas`` (k,) within the limits (the joint that reaches
+    its bound first exactly on it when alpha is alpha_max), projected onto the spherical ranges."""
+    trials = np.repeat(q[None], len(alphas), axis=0)
+    trials[:, pot.cols] = np.clip(x + alphas[:, None] * dq, lower, upper)
+    trials[alphas == alpha_max, pot.cols[hit]] = upper[hit] if dq[hit] > 0.0 else lower[hit]
+    return problem.constrain_many(trials)
 
 
 def line_search(problem: Problem, pot: Potential, q: np.ndarray, value: float, grad: np.ndarray,
@@ -89,14 +88,9 @@ def line_search(problem: Problem, pot: Potential, q: np.ndarray, value: float, g
         ks = np.arange(start, min(start + count, MAX_HALVINGS))
         if not ks.size:
             break
-        if start == 0:  # the full step alone (most are taken as they are)
-            trials = place(problem, pot, q, x, alpha, dq, alpha_max, hit, lower, upper)[None]
-            frames = sk.forward(trials[0]).frames[None]
-        else:
-            trials = np.repeat(q[None], ks.size, axis=0)
-            trials[:, cols] = np.clip(x + (alpha * 0.5**ks)[:, None] * dq, lower, upper)
-            trials = problem.constrain_many(trials)
-            frames = sk.forward_frames(trials)
+        trials = place(problem, pot, q, x, alpha * 0.5**ks, dq, alpha_max, hit, lower, upper)
+        # (the full step alone, most are taken as they are: its kinematics kept for the next iteration)
+        frames = sk.forward(trials[0]).frames[None] if ks.size == 1 else sk.forward_frames(trials)
         for k, trial, frame in zip(ks, trials, frames):
             found = _accepted(pot, q, value, grad, trial, Kinematics(sk, trial, frame))
             if found is not None:
