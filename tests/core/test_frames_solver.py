@@ -57,7 +57,7 @@ def test_forward_frames_is_forward_on_each_frame(seed):
     for f in range(0, FRAMES, 7):
         kin = sk.forward(q0[f])
         np.testing.assert_allclose(fk[f], kin.frames, atol=1e-12)
-        np.testing.assert_allclose(sk.heads_frames(fk)[f], kin.heads, atol=1e-12)
+        np.testing.assert_allclose(sk.heads_of(fk)[f], kin.heads, atol=1e-12)
 
 
 @pytest.mark.parametrize("seed", range(8))

@@ -234,44 +234,53 @@ class Skeleton:
 
     def _forward(self, q: np.ndarray) -> Kinematics:
         n = self.size
-        turn = q * self._revolute
         stack = self._fk_stack.copy()
-        stack[:n, :3, :3] += np.sin(turn)[:, None, None] * self._fk_sin + (1.0 - np.cos(turn))[:, None, None] * self._fk_cos
-        stack[:n, :3, 3] += q[:, None] * self._fk_slide
+        self._move(stack[:n], q)
         for pointer in self._rounds:
             stack = stack[pointer] @ stack
         frames = stack[:n]
-        d = self.detached
-        if d.size:  # F_k = T(x_h) G_k: shift each detached subtree to its head
-            g = (frames[self.parent[d], :3] @ self._head_offsets)[:, :, 0]
-            frames[:, :3, 3] += self._shift @ g
+        self._shift_detached(frames)
         return Kinematics(self, q, frames)
 
     def forward_frames(self, q: np.ndarray) -> np.ndarray:
         """The frames (F, n, 4, 4) of every joint for ``F`` configurations ``q`` (F, n) at once:
         ``_forward`` with a leading frame axis, by depth level (``frames_by_level``: with many
         frames, each joint's product once beats pointer jumping's fewer, larger rounds)."""
-        n = self.size
         q = np.asarray(q, dtype=float)
-        turn = q * self._revolute
-        local = np.broadcast_to(self._fk_stack[:n], (len(q), n, 4, 4)).copy()
-        local[:, :, :3, :3] += (np.sin(turn)[:, :, None, None] * self._fk_sin
-                                + (1.0 - np.cos(turn))[:, :, None, None] * self._fk_cos)
-        local[:, :, :3, 3] += q[:, :, None] * self._fk_slide
-        return frames_by_level(self, local)
+        local = np.broadcast_to(self._fk_stack[:self.size], (len(q), self.size, 4, 4)).copy()
+        self._move(local, q)
+        frames = frames_by_level(self, local)
+        self._shift_detached(frames)
+        return frames
 
-    def heads_frames(self, frames: np.ndarray) -> np.ndarray:
-        """``Kinematics.heads`` of frames (F, n, 4, 4) from ``forward_frames``: (F, n, 3)."""
-        base = np.broadcast_to(self.base, (len(frames), 1, 4, 4))
-        parents = np.concatenate([frames, base], axis=1)[:, self.parent]
-        return np.einsum("fnij,nj->fni", parents[:, :, :3, :3], self.rest[:, :3, 3]) + parents[:, :, :3, 3]
+    def _move(self, local: np.ndarray, q: np.ndarray) -> None:
+        """Each joint's fixed transform (..., n, 4, 4) times its motion by ``q`` (..., n), in place."""
+        turn = q * self._revolute
+        local[..., :3, :3] += (np.sin(turn)[..., None, None] * self._fk_sin
+                               + (1.0 - np.cos(turn))[..., None, None] * self._fk_cos)
+        local[..., :3, 3] += q[..., None] * self._fk_slide
+
+    def _shift_detached(self, frames: np.ndarray) -> None:
+        """F_k = T(x_h) G_k: each detached subtree of ``frames`` (..., n, 4, 4) shifted to its
+        head, in place."""
+        d = self.detached
+        if d.size:
+            g = (frames[..., self.parent[d], :3, :] @ self._head_offsets)[..., 0]
+            frames[..., :3, 3] += self._shift @ g
+
+    def heads_of(self, frames: np.ndarray) -> np.ndarray:
+        """Each joint's origin before its own motion, F_parent(i) @ [t_i; 1] (..., n, 3), of
+        ``frames`` (..., n, 4, 4) (``Kinematics.heads``; ``forward_frames``' with a frame axis)."""
+        base = np.broadcast_to(self.base, frames.shape[:-3] + (1, 4, 4))  # -1: the base
+        parents = np.concatenate([frames, base], axis=-3)[..., self.parent, :, :]
+        return np.einsum("...nij,nj->...ni", parents[..., :3, :3], self.rest[:, :3, 3]) + parents[..., :3, 3]
 
 
 def frames_by_level(sk: Skeleton, local: np.ndarray) -> np.ndarray:
     """World frames (F, n, 4, 4) from each joint's local transform (F, n, 4, 4) (its ``_fk_stack``
     entry times its motion), a depth level at a time: a root's parent frame is the base, a
-    joint that does not inherit starts from the identity (its head is shifted on afterwards, as
-    in ``Skeleton._forward``)."""
+    joint that does not inherit starts from the identity (its head is shifted on afterwards,
+    ``Skeleton._shift_detached``)."""
     frames = np.empty_like(local)
     detached = ~sk.inherits & (sk.parent >= 0)
     for level in sk.levels:
@@ -284,10 +293,6 @@ def frames_by_level(sk: Skeleton, local: np.ndarray) -> np.ndarray:
             frames[:, level[free]] = local[:, level[free]]
         if inner.any():
             frames[:, level[inner]] = frames[:, parents[inner]] @ local[:, level[inner]]
-    d = sk.detached
-    if d.size:
-        g = (frames[:, sk.parent[d], :3] @ sk._head_offsets)[..., 0]
-        frames[:, :, :3, 3] += np.einsum("nd,fdi->fni", sk._shift, g)
     return frames
 
 
@@ -335,9 +340,7 @@ class Kinematics:
         """Each joint's origin before its own motion, F_parent(i) @ [t_i; 1] (n, 3): where a
         non-inheriting joint's head rides on its parent."""
         if self._heads is None:
-            sk = self.skeleton
-            parents = np.concatenate([self.frames, sk.base[None]])[sk.parent]  # -1: the base
-            self._heads = np.einsum("nij,nj->ni", parents[:, :3, :3], sk.rest[:, :3, 3]) + parents[:, :3, 3]
+            self._heads = self.skeleton.heads_of(self.frames)
         return self._heads
 
     def lever_points(self, joints: np.ndarray, points: np.ndarray) -> np.ndarray:

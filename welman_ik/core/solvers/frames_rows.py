@@ -80,7 +80,7 @@ class FrameRows:
         sk = p.skeleton
         points, seconds, units, spans, residual = self._residuals(fk)
         unit = _unit_axes(sk, fk, cols)  # (L, c, 3), once for every kind
-        heads = sk.heads_frames(fk) if sk.detached.size else None
+        heads = sk.heads_of(fk) if sk.detached.size else None
         pointed = ~self.turning  # (a whole orientation's rows come from the axes alone)
         jac = np.zeros((len(fk), len(p.joints), 3, cols.size))
         jac[:, pointed] = _point_jacobians(sk, fk, p.joints[pointed], points[:, pointed], cols, unit, heads)
@@ -140,7 +140,7 @@ def _point_jacobians(sk: Skeleton, fk: np.ndarray, joints: np.ndarray, points: n
     """d(point)/dq (L, G, 3, c) of world ``points`` (L, G, 3) riding on ``joints`` (G,), for
     the joints ``cols`` (a conformal skeleton: unit(world axis) x (x - o), x the point or the
     head of the first non-inheriting joint between, ``Kinematics.point_jacobian``); ``unit``
-    the joints' unit axes (``_unit_axes``), ``heads`` the joints' heads (``heads_frames``;
+    the joints' unit axes (``_unit_axes``), ``heads`` the joints' heads (``Skeleton.heads_of``;
     None: every joint inherits)."""
     origins = fk[:, cols][..., :3, 3]
     if heads is not None:
