@@ -237,51 +237,6 @@ def _mode_names() -> np.ndarray:
     return table.astype(str)
 
 
-def _bone_euler(pose_bone, order: str, compatible: Euler | None) -> Euler:
-    """One bone's rotation as Euler angles in ``order`` (mathutils, in single precision)."""
-    if pose_bone.rotation_mode in EULER_ORDERS:
-        rotation = pose_bone.rotation_euler.to_matrix()
-    else:
-        rotation = bone_quaternion(pose_bone)
-    return rotation.to_euler(order, compatible) if compatible is not None else rotation.to_euler(order)
-
-
-def read_eulers(pose: PoseArrays, rows: np.ndarray, orders: np.ndarray, axes: np.ndarray,
-                previous: np.ndarray | None = None) -> np.ndarray:
-    """Each pose bone ``rows`` (n,) of ``pose``'s rotation as Euler angles (n, 3) [x y z] in
-    its order (``orders`` (n,) and their ``axes``): the channels themselves for an Euler bone
-    in that order, else the decomposition Blender's ``to_euler(order)`` picks, or with
-    ``previous`` (n, 3) its ``to_euler(order, compatible)``: bone by bone with mathutils for
-    up to ``FEW_READS`` bones, in double precision on arrays for more."""
-    modes = pose.modes[rows]
-    out = np.empty((len(rows), 3))
-    same = modes == orders
-    out[same] = pose["rotation_euler"][rows[same]]
-    other = np.flatnonzero(~same)
-    if not other.size:
-        return out
-    if other.size <= FEW_READS:
-        pose_bones, near = pose.pose_bones, None if previous is None else previous[other].tolist()
-        out[other] = [_bone_euler(pose_bones[row], order, None if near is None else Euler(near[k], order))
-                      for k, (row, order) in enumerate(zip(rows[other].tolist(), orders[other].tolist()))]
-        return out
-    quat = np.empty((other.size, 4))
-    modes, others = modes[other], rows[other]
-    kinds = {"QUATERNION": modes == "QUATERNION", "AXIS_ANGLE": modes == "AXIS_ANGLE"}
-    euler = ~(kinds["QUATERNION"] | kinds["AXIS_ANGLE"])
-    if kinds["QUATERNION"].any():
-        held = pose["rotation_quaternion"][others[kinds["QUATERNION"]]].astype(float)
-        length = np.linalg.norm(held, axis=1)[:, None]
-        quat[kinds["QUATERNION"]] = np.where(length > 0.0, held / np.where(length > 0.0, length, 1.0), (1.0, 0.0, 0.0, 0.0))
-    if kinds["AXIS_ANGLE"].any():
-        quat[kinds["AXIS_ANGLE"]] = axis_angle_quaternions(pose["rotation_axis_angle"][others[kinds["AXIS_ANGLE"]]])
-    if euler.any():
-        quat[euler] = euler_quaternions(pose["rotation_euler"][others[euler]], order_axes(modes[euler]))
-    start = np.zeros((other.size, 3)) if previous is None else previous[other]
-    out[other] = matrix_eulers(quaternion_matrices(quat), axes[other], start)
-    return out
-
-
 def order_axes(orders) -> np.ndarray:
     """(n, 3): the axis index (0 X, 1 Y, 2 Z) of each letter of each Euler order, in the
     order the rotations apply."""

@@ -16,10 +16,9 @@ from .channels import (
     BoneChannels,
     PoseArrays,
     order_axes,
-    read_eulers,
     rotation_path,
 )
-from .clip import read_eulers_frames
+from .reading import read_eulers, read_eulers_frames
 
 
 class Originals(Mapping):
