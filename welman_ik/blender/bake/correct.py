@@ -30,7 +30,7 @@ def close_loop(plan, log, sampling, measure, results: dict) -> dict[int, Measure
         for frame in missed:
             sample = sampling.at(frame)  # the baked pose: the scene samples the written action
             model = sample.tree.model
-            goals = log.position_goals(model, frame) + log.shaped_goals(model, frame)
+            goals = log.position_goals(model, frame) + log.shaped_goals(sample.tree, frame)
             problem = Problem(sample.skeleton, goals, tolerance=plan.tolerance, max_iterations=s.max_iterations,
                               damping=s.damping, reference=preferred_pose(s.reference, sample.q0),
                               reference_weight=s.reference_weight, ranges=sample.ranges)

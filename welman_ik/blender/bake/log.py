@@ -9,12 +9,10 @@ from __future__ import annotations
 import numpy as np
 
 from ...core import PositionGoal
-from ..pins import goals as shaped_goals
 from ..pins.goals import SHAPED_KINDS
 from .frames import is_eased
 from .goals import FrameGoals
 from .solve import Solved
-from .tree import FIXED_KINDS
 
 
 class BakeLog:
@@ -31,7 +29,6 @@ class BakeLog:
         self.eased: dict[int, tuple[np.ndarray, list]] = {}
         self.solved: dict[int, Solved] = {}
         self.bones: set[str] = set()  # every bone a solve has written
-        self._fixed: dict[tuple, object] = {}  # (model, pin, priority) -> a goal the same on every frame
 
     def position_goals(self, model, frame: int) -> list:
         """``frame``'s position goals (the pins' and the edit's) as logged, on ``model``."""
@@ -40,24 +37,12 @@ class BakeLog:
                 for bone, anchor, target, weight, priority in zip(bones, anchors, targets, weights,
                                                                   self.priorities[frame])]
 
-    def shaped_goals(self, model, frame: int, entries: list | None = None) -> list:
+    def shaped_goals(self, tree, frame: int, entries: list | None = None) -> list:
         """``frame``'s goals of the other kinds (``entries``: those instead of the logged ones),
-        on ``model``."""
+        on ``tree`` (``Tree.shaped_goal``: one the same on every frame made once)."""
         logged, support = self.shaped.get(frame, ([], None))
         entries = logged if entries is None else entries
-        kin = None
-        out = []
-        for pin, fields, priority in entries:
-            key = (id(model), pin.as_pointer(), priority)
-            fixed = not fields and pin.kind in FIXED_KINDS  # the same on every frame: made once
-            goal = self._fixed.get(key) if fixed else None
-            if goal is None:
-                kin = model.skeleton.forward(model.q0) if kin is None else kin
-                goal = shaped_goals.build(self.plan.obj, model, kin, pin, priority, support, **fields)
-                if fixed:
-                    self._fixed[key] = goal
-            out.append(goal)
-        return out
+        return [tree.shaped_goal(self.plan.obj, None, pin, priority, support, fields) for pin, fields, priority in entries]
 
     def add(self, goals: FrameGoals, solved: Solved, bones) -> None:
         frame, plan = goals.frame, self.plan

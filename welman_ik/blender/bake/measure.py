@@ -79,7 +79,7 @@ class BakeMeasure:
     def _shaped_measure(self, frame: int, entries: list, tolerance: float) -> Measured:
         """The other kinds' pins of ``frame`` (``entries``) measured on the evaluated pose."""
         model = self.sampling.tree.model
-        built = self.log.shaped_goals(model, frame, entries)
+        built = self.log.shaped_goals(self.sampling.tree, frame, entries)
         names = sorted({n for pin, *_ in entries for n in pin_bones(self.plan.obj, pin) if n in model.bones})
         kin = shaped_goals.evaluated_kinematics(self.plan.obj, model, model.q0, names)
         errors = shaped_goals.goal_errors(built, kin)

@@ -70,7 +70,7 @@ def _above(plan, log, sampling, frame: int, q: np.ndarray, layout) -> np.ndarray
     model = sample.tree.model
     if sample.tree.layout != layout:
         return q
-    built = log.shaped_goals(model, frame)
+    built = log.shaped_goals(sample.tree, frame)
     sided = [goal for goal in built if goal.one_sided]
     if not sided:
         return q

@@ -48,75 +48,58 @@ class Tree:
 
     def rest(self):
         """The kinematics of the rest pose (every joint at 0), once."""
-        found = self._cache.get("rest")
-        if found is None:
-            skeleton = self.model.skeleton
-            found = self._cache["rest"] = skeleton.forward(np.zeros(skeleton.size))
-        return found
+        skeleton = self.model.skeleton
+        return self.once("rest", lambda: skeleton.forward(np.zeros(skeleton.size)))
 
     def roots(self) -> list[str]:
         """``model.roots()``, once."""
-        found = self._cache.get("roots")
-        if found is None:
-            found = self._cache["roots"] = self.model.roots()
-        return found
+        return self.once("roots", self.model.roots)
 
     def root_joints(self) -> np.ndarray:
         """The joints of the roots (their hinges and slides), once."""
-        roots = self._cache.get("root joints")
-        if roots is None:
-            bones = self.model.bones
-            roots = self._cache["root joints"] = np.array(
-                [j for name in self.roots() for j in (*bones[name].hinges.values(), *bones[name].slides.values())],
-                dtype=np.intp)
-        return roots
+        bones = self.model.bones
+        return self.once("root joints", lambda: np.array(
+            [j for name in self.roots() for j in (*bones[name].hinges.values(), *bones[name].slides.values())],
+            dtype=np.intp))
 
     def moving(self, key, goals: list) -> np.ndarray:
         """(n,) bool: the joints that move any of ``goals``, once per ``key`` (the pins in force)."""
-        moving = self._cache.get(("moving", key))
-        if moving is None:
+        def make():
             sk = self.model.skeleton
-            moving = np.zeros(sk.size, dtype=bool)
-            if goals:
-                moving = sk.ancestors[np.concatenate([shaped_goals.goal_joints(g) for g in goals])].any(axis=0)
-            self._cache["moving", key] = moving
-        return moving
+            if not goals:
+                return np.zeros(sk.size, dtype=bool)
+            return sk.ancestors[np.concatenate([shaped_goals.goal_joints(g) for g in goals])].any(axis=0)
+        return self.once(("moving", key), make)
 
     def steering(self, points) -> np.ndarray:
         """The joints that move any of ``points`` ((bone, anchor) pairs): a bone's own hinges
         turn about its head, so they do not move a point held there."""
-        key = ("steering", tuple(points))
-        steering = self._cache.get(key)
-        if steering is None:
+        def make():
             steering = np.zeros(self.model.skeleton.size, dtype=bool)
             for bone, anchor in points:
                 moves = self.model.skeleton.ancestors[self.anchor(bone, anchor)[0]].copy()
                 if anchor == 0.0:
                     moves[list(self.model.bones[bone].hinges.values())] = False
                 steering |= moves
-            self._cache[key] = steering
-        return steering
+            return steering
+        return self.once(("steering", tuple(points)), make)
 
     def shaped_goal(self, obj, kin, pin, priority: int, support, fields: dict):
-        """A pin of another kind's goal (``pins.goals.build``); one that holds where the pin
-        itself says on every frame (a floor, a line, a plane, a region: ``fields`` empty) is
-        made once."""
+        """A pin of another kind's goal (``pins.goals.build``), built at the kinematics ``kin``
+        (None: the model's start); one that holds where the pin itself says on every frame (a
+        floor, a line, a plane, a region: ``fields`` empty) is made once."""
+        def make():
+            at = kin if kin is not None else self.model.skeleton.forward(self.model.q0)
+            return shaped_goals.build(obj, self.model, at, pin, priority, support, **fields)
         if fields or pin.kind not in FIXED_KINDS:
-            return shaped_goals.build(obj, self.model, kin, pin, priority, support, **fields)
-        key = ("shaped", pin.as_pointer(), priority)
-        goal = self._cache.get(key)
-        if goal is None:
-            goal = self._cache[key] = shaped_goals.build(obj, self.model, kin, pin, priority, support)
-        return goal
+            return make()
+        return self.once(("shaped", pin.as_pointer(), priority), make)
 
     def position_goal(self, pin, target: np.ndarray, priority: int, share: float) -> PositionGoal:
         """A position pin's goal; a fixed pin's in full is the same on every frame, made once
         (not one that follows the animation or a target)."""
-        if pin.follow or share < 1.0 or follows(pin):
+        def make():
             return PositionGoal(*self.anchor(pin.bone, pin.anchor), target, weight=pin.weight, priority=priority)
-        key = ("goal", pin.as_pointer(), priority)
-        goal = self._cache.get(key)
-        if goal is None:
-            goal = self._cache[key] = PositionGoal(*self.anchor(pin.bone, pin.anchor), target, weight=pin.weight,
-                                                   priority=priority)
-        return goal
+        if pin.follow or share < 1.0 or follows(pin):
+            return make()
+        return self.once(("goal", pin.as_pointer(), priority), make)
