@@ -69,6 +69,11 @@ def _orientation(goal: OrientationGoal) -> tuple:
 SHAPES = {PositionGoal: _position, FloorGoal: _floor, TogetherGoal: _together, OrientationGoal: _orientation}
 
 
+def takes(goals) -> bool:
+    """Whether the pass takes a frame's goals (``FrameGoals``): some, each of a kind in ``SHAPES``."""
+    return bool(goals.goals) and all(type(goal) in SHAPES for goal in goals.goals)
+
+
 def serves(plan) -> bool:
     """Whether the pass serves the bake of ``plan``: the SR inverse's, of the pins' goals or of
     a source's whose frames start from and keep near their animated pose (a retarget's)."""
@@ -102,7 +107,7 @@ class FrameBatch:
         solved: list = [None] * len(frames)
         trees: dict[int, list[int]] = {}
         for k, sample in enumerate(samples):
-            if goals[k].goals and all(type(g) in SHAPES for g in goals[k].goals):
+            if takes(goals[k]):
                 trees.setdefault(id(sample.tree), []).append(k)
         for members in trees.values():
             for k, q in zip(members, self._solve([samples[k] for k in members], [goals[k] for k in members])):
@@ -120,7 +125,7 @@ class FrameBatch:
         if self.taken is None or self.taken[0] != frame:
             return None
         sample, goals, _ = self.taken[1]
-        if not goals.goals or not all(type(g) in SHAPES for g in goals.goals):
+        if not takes(goals):
             return None
         frames = self.plan.frames
         run = [(sample, goals)]

@@ -46,9 +46,13 @@ class FrameSolver:
 
     def solve(self, sample, goals: FrameGoals, batched=None, again=None) -> Solved:
         """``batched``: the frame as the frames solved together settled it (``batch.Settled``),
-        taken where nothing carried over from the frame before changes it."""
+        taken where nothing carried over from the frame before changes it; ``again``: called with
+        the last frame's correction and range weight where the frame's corrections jump from the
+        last frame's, it gives the frame solved together once more from there
+        (``batch.FrameBatch.again``)."""
         tree, s = sample.tree, self.plan.settings
         steered, key, asked = asking(goals)
+        steering = tree.steering(asked.steered(self.plan.obj))  # the joints that move a goal's point
         moving = tree.moving(key, steered)
         q_start, start = self.continuity.carry(sample.q0, tree.layout, moving, goals.share, self.plan.falloff,
                                                s.solver)
@@ -56,14 +60,14 @@ class FrameSolver:
         animated = source is not None and source.prefers_animated  # its own pose, and the solve starts there
         if batched is not None:
             start_from = sample.q0 if animated else q_start
-            result = self._batched(sample, goals, batched, asked, start_from)
+            result = self._batched(sample, goals, batched, steering, start_from)
             if result is JUMPED and again is not None:  # the frames together once more, carrying on from here
                 _, animated_before, solved_before, _ = self.continuity.previous
-                steering = tree.steering(asked.steered(self.plan.obj))  # (the others ease off as they do)
-                batched = again(np.where(steering, solved_before - animated_before, 0.0), self.continuity.weight_before)
-                result = None if batched is None else self._batched(sample, goals, batched, asked, start_from)
+                batched = again(np.where(steering, solved_before - animated_before, 0.0),  # (the others ease off)
+                                self.continuity.weight_before)
+                result = None if batched is None else self._batched(sample, goals, batched, steering, start_from)
             if isinstance(result, SolveResult):
-                return self._solved(tree, sample, goals, result, asked)
+                return self._solved(tree, sample, goals, result, steering)
         # The preferred pose of a bake is each frame's own animated pose, with the correction
         # carried over from the last frame (or easing off after a pin's end). The solve starts
         # there, or where the corrections of the last frames lead (``Continuity.carry``).
@@ -84,17 +88,17 @@ class FrameSolver:
             result = SOLVERS[s.solver](problem, start)
         if not np.all(np.isfinite(result.q)):
             raise RigError(f"The solver failed on frame {sample.frame} (non-finite result)")
-        return self._solved(tree, sample, goals, result, asked)
+        return self._solved(tree, sample, goals, result, steering)
 
-    def _solved(self, tree, sample, goals: FrameGoals, result: SolveResult, asked: FrameGoals) -> Solved:
+    def _solved(self, tree, sample, goals: FrameGoals, result: SolveResult, steering: np.ndarray) -> Solved:
         """The frame's outcome, handed on to the next frame."""
         q0, q = sample.q0.copy(), result.q.copy()
         self.continuity.solved(tree.layout, q0, q, result.converged)
         self.last_key = goals.moving_key
         self.root_off = off_path(tree, q0, q, goals.path)
-        return Solved(tree.layout, q0, q, result, tree.steering(asked.steered(self.plan.obj)))
+        return Solved(tree.layout, q0, q, result, steering)
 
-    def _batched(self, sample, goals: FrameGoals, settled, asked: FrameGoals,
+    def _batched(self, sample, goals: FrameGoals, settled, steering: np.ndarray,
                  q_start: np.ndarray) -> SolveResult | None:
         """The frame as the frames solved together left it (from its animated pose, the roots
         on their path under 'FOLLOW'), with the joints that move no goal's point carrying the
@@ -106,7 +110,7 @@ class FrameSolver:
         if self.root_off or (goals.path and not self.continuity.held):
             return None
         q, errors = settled.q, settled.errors
-        carried = ~sample.tree.steering(asked.steered(self.plan.obj)) & (q_start != sample.q0)
+        carried = ~steering & (q_start != sample.q0)
         if carried.any():
             q = q.copy()
             q[carried] = q_start[carried]
