@@ -158,11 +158,7 @@ class RigModel:
         transform or an orientation the rig drives changed. Build a new model then."""
         pose_bones = self.object.pose.bones
         pose = PoseArrays(pose_bones)
-        rows = self.back.rows
-        scale, placed, location = self._fixed
-        if not (np.array_equal(pose["scale"][rows], scale) and np.array_equal(pose["location"][rows[placed]], location)):
-            return False
-        if not np.array_equal(_np(self.object.matrix_world), self.skeleton.base):
+        if not self._fits(pose["scale"], pose["location"]):
             return False
         if any(tuple(map(tuple, pose_bones[name].matrix)) != matrix for name, matrix in self.turned.items()):
             return False
@@ -175,12 +171,7 @@ class RigModel:
         putting them on the bones: (q0, originals, skeleton, ranges) of each frame, the model
         left at the last. None, and nothing changed, where the tree does not fit every frame
         (as ``refresh``) or the rig drives an orientation."""
-        rows = self.back.rows
-        scale, placed, location = self._fixed
-        if self.turned or not (np.all(arrays["scale"][:, rows] == scale)
-                               and np.all(arrays["location"][:, rows[placed]] == location)):
-            return None
-        if not np.array_equal(_np(self.object.matrix_world), self.skeleton.base):
+        if self.turned or not self._fits(arrays["scale"], arrays["location"]):
             return None
         q = self.back.read_frames(arrays, modes, self.q0)
         pose_bones = self.object.pose.bones
@@ -190,6 +181,15 @@ class RigModel:
                                               modes))
             out.append((self.q0, self.originals, self.skeleton, self.ranges))
         return out
+
+    def _fits(self, scales: np.ndarray, locations: np.ndarray) -> bool:
+        """Whether the tree fits the pose channels ``scales`` and ``locations`` (..., bones, 3):
+        the scales and the locations built into its fixed transforms, and the armature's
+        transform, are as it was built with."""
+        rows = self.back.rows
+        scale, placed, location = self._fixed
+        return bool(np.all(scales[..., rows, :] == scale) and np.all(locations[..., rows[placed], :] == location)
+                    and np.array_equal(_np(self.object.matrix_world), self.skeleton.base))
 
     @property
     def layout(self) -> tuple:
