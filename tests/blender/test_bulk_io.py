@@ -243,7 +243,8 @@ def test_reading_every_bone_at_once_gives_what_mathutils_gives_bone_by_bone(bare
     rotation mode, every Euler order to read in, channels far from rest (unnormalised and
     zero quaternions, angles past a turn, a zero axis, the gimbal lock), with and without
     angles to stay close to: within mathutils' single precision."""
-    from welman_ik.blender.rig.channels import EULER_ORDERS, PoseArrays, order_axes, read_eulers
+    from welman_ik.blender.rig.channels import EULER_ORDERS, PoseArrays, order_axes
+    from welman_ik.blender.rig.reading import read_eulers
 
     rng = np.random.default_rng(seed)
     pose_bones = bare_human.pose.bones
