@@ -13,7 +13,7 @@ the pelvis keyed alternately at rest and 0.25 m lower every 20 frames) as long a
 needs, and writes ``ready.json``. The driver puts the mouse over the 3D viewport, checks that
 Blender sees it move there, asks the Blender side to invoke the bake on the viewport, and:
 
-cancel  (frames 1..8001, about a minute of baking in Blender 3.4) waits until the bake has baked
+cancel  (frames 1..40001, tens of seconds of baking in Blender 3.4) waits until the bake has baked
         ``--min-frames`` frames, checks that it is running (its progress, no new action yet,
         the window's events held by its modal handler: a mouse move does not reach a
         pass-through probe started before it), takes a screenshot mid-bake, presses the real
@@ -66,7 +66,7 @@ def parse_args(argv=None):
     p.add_argument("--display", type=int, default=0, help="X display number (0: the first free from 99)")
     p.add_argument("--screen", default="1280x800", help="Xvfb screen size, also the Blender window size")
     p.add_argument("--hardware-gl", action="store_true", help="do not force Mesa's software GL (LIBGL_ALWAYS_SOFTWARE)")
-    p.add_argument("--cancel-end", type=int, default=8001, help="cancel: the last frame of the scene and the bake")
+    p.add_argument("--cancel-end", type=int, default=40001, help="cancel: the last frame of the scene and the bake")
     p.add_argument("--undo-end", type=int, default=41, help="undo: the last frame of the scene and the bake")
     p.add_argument("--frame", type=int, default=7, help="the current frame while the bake runs")
     p.add_argument("--min-frames", type=int, default=100, help="cancel: frames baked before Esc is pressed")
