@@ -56,34 +56,52 @@ def write_keys(obj, results: dict) -> None:
         values = np.array(values, dtype=float)
         for index in range(values.shape[1]):
             columns[data_path, index] = np.column_stack([at, values[:, index]])
-    for (data_path, index), points in columns.items():
-        name = data_path.split('"')[1]
-        curve = keyframes.ensure_fcurve(obj, data_path, index, group=name)
-        keys = curve.keyframe_points
-        old = {}
-        for field, width in KEY_FIELDS.items():
-            old[field] = np.empty(len(keys) * width)
-            keys.foreach_get(field, old[field])
-            old[field] = old[field].reshape(len(keys), width)
-        at = old["co"][:, 0]
-        before, after = np.flatnonzero(at < first), np.flatnonzero(at > last)
-        if before.size:  # the segment before the range keeps its shape
-            old["handle_right_type"][before[-1]] = FREE_HANDLE
-            old["handle_left_type"][before[-1]] = FREE_HANDLE
-        if after.size:
-            old["handle_left_type"][after[0]] = FREE_HANDLE
-            old["handle_right_type"][after[0]] = FREE_HANDLE
-        kept = np.concatenate([before, after])
-        new = {field: np.zeros((len(points), width)) for field, width in KEY_FIELDS.items()}
-        new["co"] = points
-        new["handle_left"] = new["handle_right"] = new["co"]
-        new["interpolation"][:] = keyframes.LINEAR
-        new["handle_left_type"][:] = new["handle_right_type"][:] = AUTO_CLAMPED_HANDLE
-        merged = {field: np.concatenate([old[field][kept], new[field]]) for field in KEY_FIELDS}
-        order = np.argsort(merged["co"][:, 0], kind="stable")
+    curves = keyframes.ensure_fcurves(obj, [(path, index, path.split('"')[1]) for path, index in columns])
+    for curve, points in zip(curves, columns.values()):
+        _write_curve(curve, points, first, last)
+
+
+def _write_curve(curve, points: np.ndarray, first: int, last: int) -> None:
+    """One channel's baked ``points`` (n, 2: frame, value) in place of its keys within
+    ``first``..``last``; its keys outside kept as they were."""
+    keys = curve.keyframe_points
+    co = np.empty(2 * len(keys))
+    keys.foreach_get("co", co)
+    before, after = np.flatnonzero(co[::2] < first), np.flatnonzero(co[::2] > last)
+    if not (before.size or after.size):  # nothing kept: the new keys alone, the fields a new key lacks
         keys.clear()
-        keys.add(len(order))
-        for field in KEY_FIELDS:
-            values = merged[field][order].ravel()
-            keys.foreach_set(field, values.astype(int) if field in ENUM_FIELDS else values)
+        keys.add(len(points))
+        co = points.ravel()
+        for field in ("co", "handle_left", "handle_right"):
+            keys.foreach_set(field, co)
+        keys.foreach_set("interpolation", np.full(len(points), keyframes.LINEAR, dtype=int))
+        handles = np.full(len(points), AUTO_CLAMPED_HANDLE, dtype=int)
+        keys.foreach_set("handle_left_type", handles)
+        keys.foreach_set("handle_right_type", handles)
         curve.update()
+        return
+    old = {}
+    for field, width in KEY_FIELDS.items():
+        old[field] = np.empty(len(keys) * width)
+        keys.foreach_get(field, old[field])
+        old[field] = old[field].reshape(len(keys), width)
+    if before.size:  # the segment before the range keeps its shape
+        old["handle_right_type"][before[-1]] = FREE_HANDLE
+        old["handle_left_type"][before[-1]] = FREE_HANDLE
+    if after.size:
+        old["handle_left_type"][after[0]] = FREE_HANDLE
+        old["handle_right_type"][after[0]] = FREE_HANDLE
+    kept = np.concatenate([before, after])
+    new = {field: np.zeros((len(points), width)) for field, width in KEY_FIELDS.items()}
+    new["co"] = points
+    new["handle_left"] = new["handle_right"] = new["co"]
+    new["interpolation"][:] = keyframes.LINEAR
+    new["handle_left_type"][:] = new["handle_right_type"][:] = AUTO_CLAMPED_HANDLE
+    merged = {field: np.concatenate([old[field][kept], new[field]]) for field in KEY_FIELDS}
+    order = np.argsort(merged["co"][:, 0], kind="stable")
+    keys.clear()
+    keys.add(len(order))
+    for field in KEY_FIELDS:
+        values = merged[field][order].ravel()
+        keys.foreach_set(field, values.astype(int) if field in ENUM_FIELDS else values)
+    curve.update()

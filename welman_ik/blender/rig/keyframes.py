@@ -81,13 +81,23 @@ def assign_action(obj, action) -> None:
 def ensure_fcurve(obj, data_path: str, index: int, group: str):
     """The F-curve of the object's action for one channel, created empty (in channel group
     ``group``) if missing."""
-    for curve in action_fcurves(obj):
-        if curve.data_path == data_path and curve.array_index == index:
-            return curve
-    obj.keyframe_insert(data_path, index=index, group=group)
-    curve = next(c for c in action_fcurves(obj) if c.data_path == data_path and c.array_index == index)
-    curve.keyframe_points.clear()  # the key keyframe_insert made at the scene's frame
-    return curve
+    return ensure_fcurves(obj, [(data_path, index, group)])[0]
+
+
+def ensure_fcurves(obj, channels) -> list:
+    """The F-curves of the object's action for ``channels`` ((data path, index, group) each),
+    in that order, each created empty (in its channel group) where missing: the action's
+    curves looked up once, not once per channel."""
+    curves = {(c.data_path, c.array_index): c for c in action_fcurves(obj)}
+    missing = [(path, index, group) for path, index, group in channels if (path, index) not in curves]
+    for path, index, group in missing:
+        obj.keyframe_insert(path, index=index, group=group)
+    if missing:
+        made = {(c.data_path, c.array_index): c for c in action_fcurves(obj)}
+        for path, index, _ in missing:
+            curve = curves[path, index] = made[path, index]
+            curve.keyframe_points.clear()  # the key keyframe_insert made at the scene's frame
+    return [curves[path, index] for path, index, _ in channels]
 
 
 def action_fcurves(obj) -> list:
@@ -117,5 +127,13 @@ def keyed_past(obj, first: int, last: int) -> tuple[bool, bool]:
     """Whether the object's action has keys before frame ``first`` and after frame ``last``:
     the animation goes on past that range, so a change inside it must meet the animation at
     its ends."""
-    keyed = [k.co[0] for curve in action_fcurves(obj) for k in curve.keyframe_points]
-    return (bool(keyed) and min(keyed) < first - 0.5), (bool(keyed) and max(keyed) > last + 0.5)
+    keyed = [_key_frames(curve) for curve in action_fcurves(obj)]
+    keyed = np.concatenate(keyed) if keyed else np.empty(0)
+    return (bool(keyed.size) and keyed.min() < first - 0.5), (bool(keyed.size) and keyed.max() > last + 0.5)
+
+
+def _key_frames(curve) -> np.ndarray:
+    """The frames (n,) of a curve's keys, read at once."""
+    co = np.empty(2 * len(curve.keyframe_points))
+    curve.keyframe_points.foreach_get("co", co)
+    return co[::2]
