@@ -13,7 +13,7 @@ from ...core import SolveResult
 from ..pins import goals as shaped_goals
 from ..pins.figures import Figures, record
 from ..pins.goals import describe, pin_bones
-from ..rig.evaluated import GoalSet, Measured, anchor_points, measure
+from ..rig.evaluated import GoalSet, Measured, bone_ends, measure, points_at
 from ..rig.evaluated import slack as evaluated_slack
 from ..rig.units import length_text
 from .report import frame_ranges, list_misses
@@ -40,11 +40,10 @@ class BakeMeasure:
         there, the distances of the frames with the same goals worked out together."""
         scene, tolerance = self.plan.context.scene, self.plan.tolerance
         frames = sorted(self.log.positions)
-        evaluated, shaped, shaped_own = {}, {}, {}
+        readings, shaped, shaped_own = {}, {}, {}
         for frame in frames:
-            bones, anchors = self.log.positions[frame][:2]
             scene.frame_set(frame)  # the action as written
-            evaluated[frame] = anchor_points(self.plan.obj, bones, anchors)
+            readings[frame] = bone_ends(self.plan.obj, self.log.positions[frame][0])
             entries = self.log.shaped.get(frame, ([], None))[0]
             if entries:
                 shaped[frame] = self._shaped_measure(frame, entries, tolerance)
@@ -55,11 +54,13 @@ class BakeMeasure:
         for frame in frames:
             bones, anchors, _, weights, _ = self.log.positions[frame]
             groups.setdefault((tuple(bones), tuple(anchors), tuple(weights)), []).append(frame)
-        out = {}
+        out, evaluated = {}, {}
         for (bones, anchors, weights), members in groups.items():
+            points = points_at([readings[f] for f in members], anchors)  # (frames, bones, 3): all at once
+            evaluated.update(zip(members, points))
             goals = GoalSet(list(bones) * len(members), np.tile(anchors, len(members)),
                             np.vstack([self.log.positions[f][2] for f in members]), np.tile(weights, len(members)))
-            measured = measure(goals, np.vstack([evaluated[f] for f in members]), tolerance)
+            measured = measure(goals, points.reshape(-1, 3), tolerance)
             for i, frame in enumerate(members):
                 part = slice(i * len(bones), (i + 1) * len(bones))
                 out[frame] = Measured(measured.errors[part], measured.met[part], measured.counted[part])

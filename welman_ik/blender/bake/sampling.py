@@ -81,8 +81,14 @@ class Sampler:
             held = np.empty(len(pose_bones) * width, dtype=np.float32)
             pose_bones.foreach_get(prop, held)
             out[prop] = np.repeat(held[None], len(frames), axis=0)
+        # (the frames of a chunk are consecutive, or every step-th: sampled from the first to the last)
+        every = keyframes.sample_fcurves(self.obj, [c for *_, curves in self.channels for c in curves],
+                                         frames[0], frames[-1]) if self.channels and frames else None
+        column = 0
         for prop, _buffer, places, curves in self.channels:
-            out[prop][:, places] = [[curve.evaluate(frame) for curve in curves] for frame in frames]
+            rows = np.asarray(frames) - frames[0]
+            out[prop][:, places] = every[rows, column:column + len(curves)]
+            column += len(curves)
         return {prop: values.reshape(len(frames), len(pose_bones), self.WIDTHS[prop]) for prop, values in out.items()}
 
     def apply(self, frame: int) -> None:

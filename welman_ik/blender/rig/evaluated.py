@@ -34,12 +34,24 @@ def world_matrix(obj) -> np.ndarray:
 def anchor_points(obj, bones, anchors) -> np.ndarray:
     """World positions (k, 3) of the points ``anchors`` (0 head, 1 tail) along pose bones
     ``bones`` as Blender last evaluated them (call ``update`` first after a change)."""
+    return points_at([bone_ends(obj, bones)], anchors)[0]
+
+
+def bone_ends(obj, bones) -> tuple[list, list]:
+    """(each pose bone of ``bones``: its head and tail, the armature's world matrix by rows) as
+    Blender last evaluated them: ``anchor_points``' reading, left raw so that the readings of
+    many frames are worked out at once (``points_at``)."""
     pose_bones = obj.pose.bones
-    ends = np.array([(*pb.head, *pb.tail) for pb in map(pose_bones.__getitem__, bones)], dtype=float)
-    ends = ends.reshape(-1, 2, 3)
-    local = np.ones((len(ends), 4))
-    local[:, :3] = ends[:, 0] + np.asarray(anchors, dtype=float).reshape(-1, 1) * (ends[:, 1] - ends[:, 0])
-    return (local @ world_matrix(obj).T)[:, :3]
+    return [(*pb.head, *pb.tail) for pb in map(pose_bones.__getitem__, bones)], [row[:] for row in obj.matrix_world]
+
+
+def points_at(readings: list, anchors) -> np.ndarray:
+    """World positions (m, k, 3) of the points ``anchors`` (k,) along the bones of ``m``
+    readings of the same k bones (``bone_ends``)."""
+    ends = np.array([ends for ends, _ in readings], dtype=float).reshape(len(readings), -1, 2, 3)
+    world = np.array([rows for _, rows in readings], dtype=float)
+    local = ends[:, :, 0] + np.asarray(anchors, dtype=float).reshape(1, -1, 1) * (ends[:, :, 1] - ends[:, :, 0])
+    return np.einsum("mij,mkj->mki", world[:, :3, :3], local) + world[:, None, :3, 3]
 
 
 def slack(points: np.ndarray) -> np.ndarray:

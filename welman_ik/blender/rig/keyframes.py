@@ -105,9 +105,12 @@ def action_fcurves(obj) -> list:
     ad = obj.animation_data
     if ad is None or ad.action is None:
         return []
-    action = ad.action
+    return _slot_fcurves(ad.action, getattr(ad, "action_slot", None))
+
+
+def _slot_fcurves(action, slot) -> list:
+    """The F-curves of ``action`` that animate its ``slot`` (4.4+), or all of them (legacy)."""
     if hasattr(action, "layers"):  # slotted actions: the channelbag of the object's slot
-        slot = ad.action_slot
         if slot is None:
             return []
         from bpy_extras import anim_utils
@@ -115,6 +118,36 @@ def action_fcurves(obj) -> list:
         bag = anim_utils.action_get_channelbag_for_slot(action, slot)
         return list(bag.fcurves) if bag is not None else []
     return list(action.fcurves)
+
+
+def sample_fcurves(obj, curves: list, first: int, last: int) -> np.ndarray:
+    """The values (last - first + 1, len(curves)) float32 of ``curves`` (of the object's
+    action) on every frame ``first``..``last``, as ``FCurve.evaluate`` gives them: Blender
+    samples each curve of a copy of the action at once (``convert_to_samples``), the copy
+    removed after. A curve it leaves unsampled is evaluated frame by frame."""
+    import bpy
+
+    frames = range(first, last + 1)
+    out = np.empty((len(frames), len(curves)), dtype=np.float32)
+    ad = obj.animation_data
+    copy = ad.action.copy()
+    try:
+        copies = {(c.data_path, c.array_index): c for c in _slot_fcurves(copy, getattr(ad, "action_slot", None))}
+        buffer = np.empty(2 * len(frames), dtype=np.float32)
+        for k, curve in enumerate(curves):
+            sampled = copies.get((curve.data_path, curve.array_index))
+            if sampled is not None and len(sampled.keyframe_points):
+                sampled.convert_to_samples(first, last + 1)  # (the end is not sampled)
+                points = sampled.sampled_points
+                if len(points) == len(frames):
+                    points.foreach_get("co", buffer)
+                    if buffer[0] == first and buffer[-2] == last:
+                        out[:, k] = buffer[1::2]
+                        continue
+            out[:, k] = [curve.evaluate(frame) for frame in frames]
+    finally:
+        bpy.data.actions.remove(copy)
+    return out
 
 
 def bone_fcurves(obj, bone_name: str) -> list:

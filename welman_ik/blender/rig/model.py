@@ -23,6 +23,7 @@ from ...core.threads import single_threaded
 from . import driven
 from .channels import (
     AXES,
+    BoneChannels,
     PoseArrays,
     bone_order,
     bone_quaternion,
@@ -137,10 +138,11 @@ class RigModel:
         """Joint values of the pose bones' current channels, as a new model reads them."""
         return self.back.read()
 
-    def _start(self, q: np.ndarray, pose: PoseArrays | None = None) -> None:
-        """Take joint values ``q`` (what the pose bones hold) as the start of a solve."""
+    def _start(self, q: np.ndarray, pose: PoseArrays | None = None, originals: dict | None = None) -> None:
+        """Take joint values ``q`` (what the pose bones hold) as the start of a solve
+        (``originals``: as ``WriteBack.start``)."""
         self.q0 = q
-        self.originals = self.back.start(q, pose)  # each bone's channels as read
+        self.originals = self.back.start(q, pose, originals)  # each bone's channels as read
         # A bone posed past its limits by hand is not snapped back; it may only move back
         # toward them.
         lower, upper = np.minimum(self.limits[0], q), np.maximum(self.limits[1], q)
@@ -175,10 +177,12 @@ class RigModel:
             return None
         q = self.back.read_frames(arrays, modes, self.q0)
         pose_bones = self.object.pose.bones
+        rows = self.back.rows
+        picked = {channel: arrays[channel][:, rows] for channel in BoneChannels.CHANNELS}  # (every frame's at once)
         out = []
         for k in range(len(q)):
             self._start(q[k], PoseArrays.held(pose_bones, {channel: values[k] for channel, values in arrays.items()},
-                                              modes))
+                                              modes), {channel: values[k] for channel, values in picked.items()})
             out.append((self.q0, self.originals, self.skeleton, self.ranges))
         return out
 

@@ -91,12 +91,13 @@ class WriteBack:
         q[:, slides] = arrays["location"][:, self.rows]
         return q[:, :-1]
 
-    def start(self, q: np.ndarray, pose: PoseArrays | None = None) -> dict:
-        """Take joint values ``q`` as what the pose bones hold now (``pose``: as read already);
-        returns each bone's channels as read (name -> ``BoneChannels``)."""
+    def start(self, q: np.ndarray, pose: PoseArrays | None = None, originals: dict | None = None) -> dict:
+        """Take joint values ``q`` as what the pose bones hold now (``pose``: as read already;
+        ``originals``: its channels of this tree's bones, channel -> (bones, width), where picked
+        out already); returns each bone's channels as read (name -> ``BoneChannels``)."""
         self._at_start = self._held = self.values(q)  # by bone: at the start, and as the pose bones hold them
         pose = PoseArrays(self.object.pose.bones) if pose is None else pose
-        self._originals = {channel: pose[channel][self.rows] for channel in BoneChannels.CHANNELS}
+        self._originals = originals or {channel: pose[channel][self.rows] for channel in BoneChannels.CHANNELS}
         originals = Originals(self._names, self._originals)
         modes = pose.modes[self.rows]
         if self._modes is None or not np.array_equal(modes, self._modes):  # (a bake's frames: the same modes)
