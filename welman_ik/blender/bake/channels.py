@@ -13,6 +13,7 @@ goes through ``channels.rotation_channels`` frame by frame, continuous with its 
 
 from __future__ import annotations
 
+import itertools
 from types import SimpleNamespace
 
 import numpy as np
@@ -83,16 +84,16 @@ class Solutions:
                               [self.originals[i] for i in rows])
 
     def _channels(self, frames: list[int], q, q0, originals) -> dict[int, dict[str, tuple]]:
-        out: dict[int, dict[str, tuple]] = {frame: {} for frame in frames}
         if not frames:
-            return out
+            return {}
         q, q0 = np.array(q), np.array(q0)
         # Each channel of every frame's animated values at once: (frames, bones, width).
         held = {channel: np.array([o.array(channel) for o in originals]) for channel in BoneChannels.CHANNELS}
+        columns = []  # each bone's entry on every frame
         for row, (name, hinges, slides, order, mode, path) in enumerate(self.bones):
             angles = q[:, hinges]
             kept = np.all(angles == q0[:, hinges], axis=1)
-            axes = order_axes([order] * len(angles))
+            axes = np.repeat(order_axes([order]), len(angles), axis=0)
             if mode == "QUATERNION":
                 turned = euler_quaternions(angles, axes)
                 animated = held["rotation_quaternion"][:, row].astype(float)
@@ -101,16 +102,18 @@ class Solutions:
             elif mode == order:
                 rotations = angles.tolist()
             elif mode in EULER_ORDERS:  # continuous with the animated angles
-                rotations = euler_values(angles, axes, order_axes([mode] * len(angles)),
+                rotations = euler_values(angles, axes, np.repeat(order_axes([mode]), len(angles), axis=0),
                                          held["rotation_euler"][:, row].astype(float)).tolist()
             else:
                 rotations = [rotation_channels(_animated(mode, o[name]), Euler(a, order))[1] if not k else None
                              for o, a, k in zip(originals, angles.tolist(), kept)]
             animated_rotations = held[path][:, row].tolist()
-            moved = None if slides is None else ~np.all(q[:, slides] == q0[:, slides], axis=1)
-            locations = None if slides is None else np.where(moved[:, None], q[:, slides],
-                                                             held["location"][:, row]).tolist()
-            for i, frame in enumerate(frames):
-                rotation = tuple(animated_rotations[i] if kept[i] else rotations[i])
-                out[frame][name] = (path, rotation, None if slides is None else tuple(locations[i]))
-        return out
+            chosen = map(tuple, (a if k else r for a, r, k in zip(animated_rotations, rotations, kept.tolist())))
+            if slides is None:
+                locations = itertools.repeat(None)
+            else:
+                moved = ~np.all(q[:, slides] == q0[:, slides], axis=1)
+                locations = map(tuple, np.where(moved[:, None], q[:, slides], held["location"][:, row]).tolist())
+            columns.append(list(zip(itertools.repeat(path), chosen, locations)))
+        names = [bone[0] for bone in self.bones]
+        return {frame: dict(zip(names, entries)) for frame, entries in zip(frames, zip(*columns))}

@@ -41,19 +41,28 @@ def write_keys(obj, results: dict) -> None:
     they were, so the curve outside the range keeps its shape."""
     frames = sorted(results)
     first, last = frames[0], frames[-1]
-    channels: dict[str, tuple[list, list]] = {}  # data path -> (frames, values)
+    groups: dict[tuple, list[int]] = {}  # the bones a frame keys (on most frames the same) -> those frames
     for frame in frames:
-        for name, (path, rotation, location) in results[frame].items():
-            keyed = channels.setdefault(f'pose.bones["{name}"].{path}', ([], []))
-            keyed[0].append(frame)
-            keyed[1].append(rotation)
-            if location is not None:
+        groups.setdefault(tuple(results[frame]), []).append(frame)
+    channels: dict[str, tuple[list, list]] = {}  # data path -> (frames, values), a part per group
+    for names, at in groups.items():
+        # each bone's entries on the group's frames, transposed at once: (paths, rotations, locations)
+        for name, column in zip(names, zip(*(results[frame].values() for frame in at))):
+            paths, rotations, locations = zip(*column)
+            for path in set(paths):
+                which = range(len(at)) if len(set(paths)) == 1 else [i for i, p in enumerate(paths) if p == path]
+                keyed = channels.setdefault(f'pose.bones["{name}"].{path}', ([], []))
+                keyed[0].extend(at[i] for i in which)
+                keyed[1].extend(rotations[i] for i in which)
+            located = [i for i, location in enumerate(locations) if location is not None]
+            if located:
                 keyed = channels.setdefault(f'pose.bones["{name}"].location', ([], []))
-                keyed[0].append(frame)
-                keyed[1].append(location)
+                keyed[0].extend(at[i] for i in located)
+                keyed[1].extend(locations[i] for i in located)
     columns: dict[tuple[str, int], np.ndarray] = {}
     for data_path, (at, values) in channels.items():
-        values = np.array(values, dtype=float)
+        order = np.argsort(at, kind="stable")
+        at, values = np.asarray(at, dtype=float)[order], np.array(values, dtype=float)[order]
         for index in range(values.shape[1]):
             columns[data_path, index] = np.column_stack([at, values[:, index]])
     curves = keyframes.ensure_fcurves(obj, [(path, index, path.split('"')[1]) for path, index in columns])

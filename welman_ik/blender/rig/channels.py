@@ -240,7 +240,11 @@ def _mode_names() -> np.ndarray:
 def order_axes(orders) -> np.ndarray:
     """(n, 3): the axis index (0 X, 1 Y, 2 Z) of each letter of each Euler order, in the
     order the rotations apply."""
-    return np.array([[AXES.index(letter) for letter in order] for order in orders], dtype=np.intp).reshape(-1, 3)
+    return np.array([_ORDER_AXES.get(order) or [AXES.index(letter) for letter in order] for order in orders],
+                    dtype=np.intp).reshape(-1, 3)
+
+
+_ORDER_AXES = {order: [AXES.index(letter) for letter in order] for order in EULER_ORDERS}
 
 
 def _parity(axes: np.ndarray) -> np.ndarray:
