@@ -146,6 +146,7 @@ class Skeleton:
         object.__setattr__(self, "subtree", ancestors.sum(axis=0))  # joints each joint moves, itself included
         object.__setattr__(self, "lever", lever)
         object.__setattr__(self, "levels", levels)
+        object.__setattr__(self, "_level_steps", [_level_step(parent, detached, level) for level in levels])
         # Forward kinematics by pointer jumping: slot n holds the base frame, slot n + 1
         # the identity. Each round composes every frame with the partial product of the
         # joint its pointer names and doubles the pointer, so a tree of depth d takes
@@ -276,23 +277,28 @@ class Skeleton:
         return np.einsum("...nij,nj->...ni", parents[..., :3, :3], self.rest[:, :3, 3]) + parents[..., :3, 3]
 
 
+def _level_step(parent: np.ndarray, detached: np.ndarray, level: np.ndarray) -> tuple:
+    """``frames_by_level``'s step for the joints ``level`` of one depth: those whose parent
+    frame is the base, the identity (not inheriting) or a joint's (and those joints), each
+    None where the level has none."""
+    top, free = parent[level] < 0, detached[level]
+    inner = ~(top | free)
+    return (*(level[m] if m.any() else None for m in (top, free, inner)), parent[level[inner]] if inner.any() else None)
+
+
 def frames_by_level(sk: Skeleton, local: np.ndarray) -> np.ndarray:
     """World frames (F, n, 4, 4) from each joint's local transform (F, n, 4, 4) (its ``_fk_stack``
     entry times its motion), a depth level at a time: a root's parent frame is the base, a
     joint that does not inherit starts from the identity (its head is shifted on afterwards,
     ``Skeleton._shift_detached``)."""
     frames = np.empty_like(local)
-    detached = ~sk.inherits & (sk.parent >= 0)
-    for level in sk.levels:
-        parents = sk.parent[level]
-        top, free = parents < 0, detached[level]
-        inner = ~(top | free)
-        if top.any():
-            frames[:, level[top]] = sk.base @ local[:, level[top]]
-        if free.any():
-            frames[:, level[free]] = local[:, level[free]]
-        if inner.any():
-            frames[:, level[inner]] = frames[:, parents[inner]] @ local[:, level[inner]]
+    for top, free, inner, parents in sk._level_steps:
+        if top is not None:
+            frames[:, top] = sk.base @ local[:, top]
+        if free is not None:
+            frames[:, free] = local[:, free]
+        if inner is not None:
+            frames[:, inner] = frames[:, parents] @ local[:, inner]
     return frames
 
 

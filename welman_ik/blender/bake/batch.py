@@ -34,7 +34,8 @@ class Settled(NamedTuple):
     iterations: int
     converged: bool
 
-CHUNK = 256  # frames sampled and solved together (a modal bake's slices take them one by one)
+CHUNK = 256  # frames sampled together, a run of them solved together (a modal bake's slices take them one by one)
+PENDING = "pending"  # a frame whose run is solved together when the frames in order reach it (``FrameBatch.again``)
 NONE = np.zeros(3)
 
 
@@ -86,6 +87,11 @@ class FrameBatch:
     def __init__(self, plan, sampling):
         self.plan, self.sampling = plan, sampling
         self.serves = serves(plan)
+        # The pins' bake carries each frame's corrections on to the next: a run of frames with the
+        # same goals is solved together once the frames in order reach it, from the correction the
+        # frame before it hands on. A retarget's frames keep near their own lined-up poses: each
+        # chunk is solved together as it is sampled.
+        self.lazy = plan.source is None
         self.ready: dict[int, tuple] = {}  # frame -> (sample, goals, ``Settled`` or None)
         self.taken = None  # (frame, its entry) last taken
 
@@ -104,24 +110,25 @@ class FrameBatch:
     def _prepare(self, frames: list[int]) -> None:
         samples = with_kinematics(frames_at_once(self.sampling, frames))
         goals = [frame_goals(self.plan, sample) for sample in samples]
-        solved: list = [None] * len(frames)
-        trees: dict[int, list[int]] = {}
-        for k, sample in enumerate(samples):
-            if takes(goals[k]):
-                trees.setdefault(id(sample.tree), []).append(k)
-        for members in trees.values():
-            for k, q in zip(members, self._solve([samples[k] for k in members], [goals[k] for k in members])):
-                solved[k] = q
+        solved: list = [PENDING if self.lazy and takes(frame_goal) else None for frame_goal in goals]
+        if not self.lazy:
+            trees: dict[int, list[int]] = {}
+            for k, sample in enumerate(samples):
+                if takes(goals[k]):
+                    trees.setdefault(id(sample.tree), []).append(k)
+            for members in trees.values():
+                for k, q in zip(members, self._solve([samples[k] for k in members], [goals[k] for k in members])):
+                    solved[k] = q
         for frame, sample, frame_goal, q in zip(frames, samples, goals, solved):
             self.ready[frame] = (sample, frame_goal, q)
 
     def again(self, frame: int, correction: np.ndarray, weight: float):
         """``frame`` and the frames after it in its chunk with the same goals in force, solved
-        together once more, each keeping near its animated pose plus ``correction`` (the last
-        frame's, whose range weight was ``weight``, carried on as the frame by frame solve
-        carries it: scaled by each frame's range weight over that) and starting there: where
-        the goals changed and the pass's poses near the animation jumped from the last frame's
-        (a plant's end while another holds the foot). ``frame``'s ``Settled``, or None."""
+        together, each keeping near its animated pose plus ``correction`` (the last frame's,
+        whose range weight was ``weight``, carried on as the frame by frame solve carries it:
+        scaled by each frame's range weight over that) and starting there: a run the frames in
+        order reach (``PENDING``), or where a retarget's goals changed and the pass's poses near
+        the animation jumped from the last frame's. ``frame``'s ``Settled``, or None."""
         if self.taken is None or self.taken[0] != frame:
             return None
         sample, goals, _ = self.taken[1]

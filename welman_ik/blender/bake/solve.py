@@ -17,6 +17,7 @@ from ...core.problem import goal_errors
 from ..pins.goals import SHAPED_KINDS
 from ..pins.setup import preferred_pose
 from ..rig.model import RigError
+from .batch import PENDING
 from .carry import Continuity
 from .goals import FrameGoals, off_path, path_goals
 
@@ -60,11 +61,12 @@ class FrameSolver:
         animated = source is not None and source.prefers_animated  # its own pose, and the solve starts there
         if batched is not None:
             start_from = sample.q0 if animated else q_start
-            result = self._batched(sample, goals, batched, steering, start_from)
-            if result is JUMPED and again is not None:  # the frames together once more, carrying on from here
-                _, animated_before, solved_before, _ = self.continuity.previous
-                batched = again(np.where(steering, solved_before - animated_before, 0.0),  # (the others ease off)
-                                self.continuity.weight_before)
+            fresh = batched is PENDING
+            if fresh:  # its run of frames solved together now, carrying on from the last frame
+                batched = None if again is None else again(*self._handed_on(tree, steering))
+            result = None if batched is None else self._batched(sample, goals, batched, steering, start_from)
+            if result is JUMPED and again is not None and not fresh:  # once more, carrying on from here
+                batched = again(*self._handed_on(tree, steering))
                 result = None if batched is None else self._batched(sample, goals, batched, steering, start_from)
             if isinstance(result, SolveResult):
                 return self._solved(tree, sample, goals, result, steering)
@@ -89,6 +91,15 @@ class FrameSolver:
         if not np.all(np.isfinite(result.q)):
             raise RigError(f"The solver failed on frame {sample.frame} (non-finite result)")
         return self._solved(tree, sample, goals, result, steering)
+
+    def _handed_on(self, tree, steering: np.ndarray) -> tuple[np.ndarray, float]:
+        """(the correction of the last frame's joints that steer this frame's goals (the others
+        ease off), its range weight): what a run of frames solved together carries on from."""
+        before = self.continuity.previous
+        if before is None or before[0] != tree.layout:
+            return np.zeros(len(steering)), 1.0
+        _, animated_before, solved_before, _ = before
+        return np.where(steering, solved_before - animated_before, 0.0), self.continuity.weight_before
 
     def _solved(self, tree, sample, goals: FrameGoals, result: SolveResult, steering: np.ndarray) -> Solved:
         """The frame's outcome, handed on to the next frame."""

@@ -176,14 +176,24 @@ class RigModel:
         if self.turned or not self._fits(arrays["scale"], arrays["location"]):
             return None
         q = self.back.read_frames(arrays, modes, self.q0)
-        pose_bones = self.object.pose.bones
         rows = self.back.rows
-        picked = {channel: arrays[channel][:, rows] for channel in BoneChannels.CHANNELS}  # (every frame's at once)
+        originals = self.back.start_frames(q, {channel: arrays[channel][:, rows] for channel in BoneChannels.CHANNELS},
+                                           modes)
+        # ``_start`` of each frame: the limits widened to hold it, a new skeleton where they
+        # change from the frame before's, the ranges widened likewise.
+        lower, upper = np.minimum(self.limits[0], q), np.maximum(self.limits[1], q)
+        sk = self.skeleton
+        alike = np.empty(len(q), dtype=bool)
+        alike[0] = np.array_equal(lower[0], sk.lower) and np.array_equal(upper[0], sk.upper)
+        alike[1:] = np.all(lower[1:] == lower[:-1], axis=1) & np.all(upper[1:] == upper[:-1], axis=1)
+        declared = self.declared_ranges
         out = []
         for k in range(len(q)):
-            self._start(q[k], PoseArrays.held(pose_bones, {channel: values[k] for channel, values in arrays.items()},
-                                              modes), {channel: values[k] for channel, values in picked.items()})
-            out.append((self.q0, self.originals, self.skeleton, self.ranges))
+            if not alike[k]:
+                sk = dataclasses.replace(sk, lower=lower[k], upper=upper[k])
+            ranges = declared.containing(sk, q[k]) if declared is not None else None
+            out.append((q[k], originals[k], sk, ranges))
+        self.q0, self.originals, self.skeleton, self.ranges = out[-1]
         return out
 
     def _fits(self, scales: np.ndarray, locations: np.ndarray) -> bool:

@@ -25,8 +25,8 @@ class Originals(Mapping):
     """Each bone's channels as read (name -> ``BoneChannels``), made when asked for: a bake
     keeps every frame's, a drag none."""
 
-    def __init__(self, names: list[str], channels: dict[str, np.ndarray]):
-        self._index = {name: i for i, name in enumerate(names)}
+    def __init__(self, names: list[str], channels: dict[str, np.ndarray], index: dict | None = None):
+        self._index = index if index is not None else {name: i for i, name in enumerate(names)}  # (shareable)
         self._channels = channels
 
     def __getitem__(self, name: str) -> BoneChannels:
@@ -108,6 +108,16 @@ class WriteBack:
             self._mode_axes = order_axes([m if m in EULER_ORDERS else b.order
                                           for m, b in zip(modes.tolist(), self.bones.values())])
         return originals
+
+    def start_frames(self, q: np.ndarray, picked: dict, modes: np.ndarray) -> list[Originals]:
+        """``start`` of every frame of a clip at once: joint values ``q`` (F, n), the tree's
+        bones' channels ``picked`` (channel -> (F, bones, width)), every pose bone's rotation
+        ``modes``; each frame's channels as read, the last frame's taken as the start."""
+        last = {channel: values[-1] for channel, values in picked.items()}
+        self.start(q[-1], PoseArrays.held(self.object.pose.bones, {}, modes), last)
+        index = {name: i for i, name in enumerate(self._names)}
+        return [Originals(self._names, {channel: values[k] for channel, values in picked.items()}, index)
+                for k in range(len(q))]
 
     def values(self, q: np.ndarray) -> np.ndarray:
         """Each bone's joint values (n, 6): its hinges in AXES order, then its slides (0 when
