@@ -160,13 +160,6 @@ def keyed_past(obj, first: int, last: int) -> tuple[bool, bool]:
     """Whether the object's action has keys before frame ``first`` and after frame ``last``:
     the animation goes on past that range, so a change inside it must meet the animation at
     its ends."""
-    keyed = [_key_frames(curve) for curve in action_fcurves(obj)]
-    keyed = np.concatenate(keyed) if keyed else np.empty(0)
-    return (bool(keyed.size) and keyed.min() < first - 0.5), (bool(keyed.size) and keyed.max() > last + 0.5)
-
-
-def _key_frames(curve) -> np.ndarray:
-    """The frames (n,) of a curve's keys, read at once."""
-    co = np.empty(2 * len(curve.keyframe_points))
-    curve.keyframe_points.foreach_get("co", co)
-    return co[::2]
+    # (``FCurve.range``: the frames of a curve's first and last keys)
+    keyed = np.array([curve.range()[:] for curve in action_fcurves(obj) if len(curve.keyframe_points)]).reshape(-1, 2)
+    return (bool(keyed.size) and keyed[:, 0].min() < first - 0.5), (bool(keyed.size) and keyed[:, 1].max() > last + 0.5)
