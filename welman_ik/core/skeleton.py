@@ -146,7 +146,6 @@ class Skeleton:
         object.__setattr__(self, "subtree", ancestors.sum(axis=0))  # joints each joint moves, itself included
         object.__setattr__(self, "lever", lever)
         object.__setattr__(self, "levels", levels)
-        object.__setattr__(self, "_level_steps", [_level_step(parent, detached, level) for level in levels])
         # Forward kinematics by pointer jumping: slot n holds the base frame, slot n + 1
         # the identity. Each round composes every frame with the partial product of the
         # joint its pointer names and doubles the pointer, so a tree of depth d takes
@@ -171,10 +170,10 @@ class Skeleton:
         object.__setattr__(self, "_fk_rest", fk_rest)
         turning = np.where(self.prismatic[:, None, None], 0.0, _skew(self.axis))
         linear0 = fk_rest[:, :3, :3]
-        object.__setattr__(self, "_fk_sin", linear0 @ turning)
-        object.__setattr__(self, "_fk_cos", linear0 @ turning @ turning)
-        object.__setattr__(self, "_fk_slide", np.where(self.prismatic[:, None], np.einsum("nij,nj->ni", linear0,
-                                                                                          self.axis), 0.0))
+        terms = np.zeros((3, n, 4, 4))  # what sin q, 1 - cos q and q add to each local transform, flat
+        terms[0, :, :3, :3], terms[1, :, :3, :3] = linear0 @ turning, linear0 @ turning @ turning
+        terms[2, :, :3, 3] = np.where(self.prismatic[:, None], np.einsum("nij,nj->ni", linear0, self.axis), 0.0)
+        object.__setattr__(self, "_fk_terms", terms.reshape(3, n, 16))
         object.__setattr__(self, "_revolute", (~self.prismatic).astype(float))
         stack = np.zeros((n + 2, 4, 4))
         stack[:n] = fk_rest
@@ -235,8 +234,9 @@ class Skeleton:
 
     def _forward(self, q: np.ndarray) -> Kinematics:
         n = self.size
-        stack = self._fk_stack.copy()
-        self._move(stack[:n], q)
+        stack = np.empty_like(self._fk_stack)
+        stack[:n] = self._locals(q)
+        stack[n:] = self._fk_stack[n:]
         for pointer in self._rounds:
             stack = stack[pointer] @ stack
         frames = stack[:n]
@@ -247,19 +247,19 @@ class Skeleton:
         """The frames (F, n, 4, 4) of every joint for ``F`` configurations ``q`` (F, n) at once:
         ``_forward`` with a leading frame axis, by depth level (``frames_by_level``: with many
         frames, each joint's product once beats pointer jumping's fewer, larger rounds)."""
-        q = np.asarray(q, dtype=float)
-        local = np.broadcast_to(self._fk_stack[:self.size], (len(q), self.size, 4, 4)).copy()
-        self._move(local, q)
-        frames = frames_by_level(self, local)
+        frames = frames_by_level(self, np.asarray(q, dtype=float))
         self._shift_detached(frames)
         return frames
 
-    def _move(self, local: np.ndarray, q: np.ndarray) -> None:
-        """Each joint's fixed transform (..., n, 4, 4) times its motion by ``q`` (..., n), in place."""
-        turn = q * self._revolute
-        local[..., :3, :3] += (np.sin(turn)[..., None, None] * self._fk_sin
-                               + (1.0 - np.cos(turn))[..., None, None] * self._fk_cos)
-        local[..., :3, 3] += q[..., None] * self._fk_slide
+    def _locals(self, q: np.ndarray, joints=slice(None)) -> np.ndarray:
+        """The local transforms (..., k, 4, 4) of ``joints``: each one's fixed transform times its
+        motion by ``q`` (..., k), as the fixed transform plus the motion's three terms."""
+        terms = self._fk_terms[:, joints]
+        local = np.sin(q * self._revolute[joints])[..., None] * terms[0]
+        local += (1.0 - np.cos(q * self._revolute[joints]))[..., None] * terms[1]
+        local += q[..., None] * terms[2]
+        local += self._fk_stack[:self.size][joints].reshape(-1, 16)
+        return local.reshape(*q.shape, 4, 4)
 
     def _shift_detached(self, frames: np.ndarray) -> None:
         """F_k = T(x_h) G_k: each detached subtree of ``frames`` (..., n, 4, 4) shifted to its
@@ -277,29 +277,47 @@ class Skeleton:
         return np.einsum("...nij,nj->...ni", parents[..., :3, :3], self.rest[:, :3, 3]) + parents[..., :3, 3]
 
 
-def _level_step(parent: np.ndarray, detached: np.ndarray, level: np.ndarray) -> tuple:
-    """``frames_by_level``'s step for the joints ``level`` of one depth: those whose parent
-    frame is the base, the identity (not inheriting) or a joint's (and those joints), each
-    None where the level has none."""
-    top, free = parent[level] < 0, detached[level]
-    inner = ~(top | free)
-    return (*(level[m] if m.any() else None for m in (top, free, inner)), parent[level[inner]] if inner.any() else None)
+def _level_plan(sk: Skeleton) -> tuple:
+    """(order, back, steps), once per skeleton: the joints by depth, each level's joints whose
+    parent frame is the base, the identity (not inheriting) or a joint's next to each other in
+    that order; each joint's place in it; each level's three runs as slices (None where empty)
+    and the places of the third's parents."""
+    plan = sk.__dict__.get("_by_level")
+    if plan is None:
+        parent, detached = sk.parent, np.zeros(sk.size, dtype=bool)
+        detached[sk.detached] = True
+        order, back, steps = [], np.empty(sk.size, dtype=np.intp), []
+        for level in sk.levels:
+            runs = [level[parent[level] < 0], level[(parent[level] >= 0) & detached[level]],
+                    level[(parent[level] >= 0) & ~detached[level]]]
+            slices = []
+            for run in runs:
+                back[run] = np.arange(len(order), len(order) + len(run))
+                slices.append(slice(len(order), len(order) + len(run)) if len(run) else None)
+                order += run.tolist()
+            steps.append((*slices, back[parent[runs[2]]]))
+        plan = (np.array(order, dtype=np.intp), back, steps)
+        object.__setattr__(sk, "_by_level", plan)
+    return plan
 
 
-def frames_by_level(sk: Skeleton, local: np.ndarray) -> np.ndarray:
-    """World frames (F, n, 4, 4) from each joint's local transform (F, n, 4, 4) (its ``_fk_stack``
-    entry times its motion), a depth level at a time: a root's parent frame is the base, a
-    joint that does not inherit starts from the identity (its head is shifted on afterwards,
-    ``Skeleton._shift_detached``)."""
+def frames_by_level(sk: Skeleton, q: np.ndarray) -> np.ndarray:
+    """World frames (F, n, 4, 4) of joint values ``q`` (F, n), a depth level at a time: a root's
+    parent frame is the base, a joint that does not inherit starts from the identity (its head
+    is shifted on afterwards, ``Skeleton._shift_detached``). The joints are worked on in depth
+    order (``_level_plan``), so each level reads and writes runs of the arrays, not scattered
+    joints."""
+    order, back, steps = _level_plan(sk)
+    local = sk._locals(q[:, order], order)
     frames = np.empty_like(local)
-    for top, free, inner, parents in sk._level_steps:
+    for top, free, inner, parents in steps:
         if top is not None:
-            frames[:, top] = sk.base @ local[:, top]
+            np.matmul(sk.base, local[:, top], out=frames[:, top])
         if free is not None:
             frames[:, free] = local[:, free]
         if inner is not None:
-            frames[:, inner] = frames[:, parents] @ local[:, inner]
-    return frames
+            np.matmul(frames[:, parents], local[:, inner], out=frames[:, inner])
+    return frames[:, back]
 
 
 def subset(skeleton: Skeleton, keep: np.ndarray) -> Skeleton:
