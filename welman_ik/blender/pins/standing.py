@@ -48,6 +48,7 @@ def standing_balance(obj, model: RigModel, pins, priority: int) -> BalanceGoal |
         for anchor in anchors:
             joint, point = model.anchor_local(p.bone, anchor)
             ends.append(kin.points(np.array([joint]), point[None])[0])
-    start = BalanceGoal(joints, local, masses[keep], target=np.zeros(3))
-    ends.append(start.centre_of_mass(kin))
-    return BalanceGoal(joints, local, masses[keep], support=np.array(ends), priority=priority)
+    weights = masses[keep]
+    total = weights.sum()
+    ends.append((weights / (total if total > 0.0 else 1.0)) @ kin.points(joints, local))  # where the mass starts
+    return BalanceGoal(joints, local, weights, support=np.array(ends), priority=priority)
