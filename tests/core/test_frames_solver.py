@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 from chains import random_tree
 
-from welman_ik.core import FloorGoal, OrientationGoal, PositionGoal, Problem, TogetherGoal
+from welman_ik.core import FloorGoal, OrientationGoal, PositionGoal, Problem, TogetherGoal, threads
 from welman_ik.core.problem import goal_errors
 from welman_ik.core.skeleton import subset
-from welman_ik.core.solvers import sr_inverse
+from welman_ik.core.solvers import frames, sr_inverse
 from welman_ik.core.solvers.frames import FramesProblem, solve_frames
 
 FRAMES = 60
@@ -204,3 +204,24 @@ def test_a_whole_orientation_holds_as_the_orientation_goal_measures_it(seed):
     for f in np.flatnonzero(result.converged):
         goals = [PositionGoal(placed, local, target[f]), OrientationGoal(turned, rotation[f], length=length, priority=1)]
         np.testing.assert_allclose(goal_errors(goals, sk.forward(result.q[f])), result.errors[f], atol=1e-9)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_frames_split_between_threads_solve_as_all_together(seed, monkeypatch):
+    """From ``PARALLEL_FRAMES`` frames on, the frames are split between threads: each part is
+    solved as the whole would solve it (frames are independent; to rounding, the products'
+    batches being other)."""
+    problem, q0 = held_problem(seed)
+    many = np.tile(np.arange(FRAMES), 3)  # 180 frames
+    big, start = frames._frames_of(problem, many), q0[many]
+    assert len(start) >= frames.PARALLEL_FRAMES
+    together = frames._solve_frames(big, start)
+    for parts in (2, 3):
+        monkeypatch.setattr(frames, "cores", lambda parts=parts: parts)
+        monkeypatch.setattr(threads, "cores", lambda parts=parts: parts)
+        split = solve_frames(big, start)
+        for name in ("q", "errors"):
+            np.testing.assert_allclose(getattr(split, name), getattr(together, name), rtol=0, atol=1e-10, err_msg=name)
+        for name in ("converged", "iterations", "stalled", "first_met"):
+            np.testing.assert_array_equal(getattr(split, name), getattr(together, name), err_msg=name)
+    assert together.converged.sum() > len(start) // 2  # (a problem that solves)

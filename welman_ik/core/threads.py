@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import os
+from concurrent.futures import ThreadPoolExecutor
 
 try:
     from threadpoolctl import ThreadpoolController
@@ -41,3 +43,26 @@ def single_threaded(solve):
             return solve(*args, **kwargs)
 
     return wrapper
+
+
+_pool = None
+
+
+def cores() -> int:
+    """The cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
+
+
+def in_parallel(work, parts: list) -> list:
+    """``[work(part) for part in parts]``, the parts on threads of their own where there are
+    cores for them: numpy lets go of the interpreter lock for its array work, so parts of one
+    solve (its frames) run side by side. Each part's work must touch nothing the others do."""
+    global _pool
+    if len(parts) < 2 or cores() < 2:
+        return [work(part) for part in parts]
+    if _pool is None:
+        _pool = ThreadPoolExecutor(max_workers=min(cores(), 4), thread_name_prefix="welman-ik")
+    return list(_pool.map(work, parts))

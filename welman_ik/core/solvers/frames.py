@@ -30,12 +30,12 @@ is for the per-frame solver.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 
 import numpy as np
 
 from ..skeleton import Skeleton, subset
-from ..threads import single_threaded
+from ..threads import cores, in_parallel, single_threaded
 from .frames_rows import FrameRows, level_rows
 from .reference_weights import carried_weights
 from .sr_inverse import (
@@ -50,6 +50,7 @@ from .sr_inverse import (
 
 HALVINGS = 4  # per iteration, of the frames whose first level the full step takes further away
 EPSILON = 1e-12  # relative regularisation of the levels above, in the null-space restriction
+PARALLEL_FRAMES = 64  # frames from which a solve's frames are split between the cores
 
 
 @dataclass
@@ -151,7 +152,35 @@ class FramesResult:
 def solve_frames(problem: FramesProblem, start: np.ndarray) -> FramesResult:
     """Every frame of ``problem`` from ``start`` (F, n), together (see the module's docstring).
     Only the joints that carry a goal point are worked on (``skeleton.subset``); the weights
-    of the columns and of the preferred pose, and the tree's size, are the whole tree's."""
+    of the columns and of the preferred pose, and the tree's size, are the whole tree's. The
+    frames are independent of each other: from ``PARALLEL_FRAMES`` on they are split between
+    the cores (``threads.in_parallel``), each part solved as the whole would solve it."""
+    count = len(start)
+    parts = cores() if count >= PARALLEL_FRAMES else 1
+    if parts < 2:
+        return _solve_frames(problem, start)
+    pieces = np.array_split(np.arange(count), min(parts, 4))
+    results = in_parallel(lambda frames: _solve_frames(_frames_of(problem, frames), np.asarray(start)[frames]),
+                          pieces)
+    return FramesResult(*(np.concatenate(arrays) for arrays in zip(*(_fields_of(r) for r in results))))
+
+
+def _frames_of(problem: FramesProblem, frames: np.ndarray) -> FramesProblem:
+    """``problem`` on ``frames`` (k,) of its frames alone."""
+    def part(values):
+        return None if values is None else values[frames]
+
+    return replace(problem, targets=problem.targets[frames], weights=problem.weights[frames],
+                   reference=part(problem.reference), lower=part(problem.lower), upper=part(problem.upper),
+                   rotations=part(problem.rotations))
+
+
+def _fields_of(result: FramesResult) -> tuple:
+    """A result's arrays, each with the frame axis first."""
+    return tuple(getattr(result, f.name) for f in fields(result))
+
+
+def _solve_frames(problem: FramesProblem, start: np.ndarray) -> FramesResult:
     sk = problem.skeleton
     q = problem.clamp(np.array(start, dtype=float), np.arange(len(start)))
     sizes = _sizes(sk, q, problem)
