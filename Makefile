@@ -89,10 +89,10 @@ lint: venv
 	$(PY) -m ruff check $(RUFF_ARGS) welman_ik tests scripts
 	$(VENV)/bin/lint-imports
 
-## bench: the speed aims S1-S7 (issue 40's targets) beside Blender's own IK and bake from the same run (S5: a real-window drag first)
+## bench: the speed aims S1-S7 (issue 40's targets) beside Blender's own IK and bake from the same run (S5: a real-window drag first), written into docs/performance.md
 bench: venv e2e-debs
 	$(PYTHON) tests/e2e/run_e2e.py --mode cancel --steps 100 --step-sleep 0.35 --screen 1024x640 --output $(OUT)/bench
-	$(PY) scripts/bench.py --window $(OUT)/bench/e2e_cancel.json
+	$(PY) scripts/bench.py --window $(OUT)/bench/e2e_cancel.json --page docs/performance.md
 
 ## bench-drag: time per drag step of every solver against Blender's Standard IK and iTaSC
 bench-drag: venv

@@ -49,7 +49,8 @@ How to run (from the repository root, with the bpy-module virtual environment)::
     .venv/bin/python scripts/bench.py                                   # all but S5
     .venv/bin/python scripts/bench.py --window out/bench/e2e_cancel.json  # and S5
     .venv/bin/python scripts/bench.py --only S4,S6 --profile             # some groups; a clean-up bake's profile
-    make bench                                                           # all of them
+    .venv/bin/python scripts/bench.py --page docs/performance.md         # and the table into the page
+    make bench                                                           # all of them, into docs/performance.md
 """
 
 from __future__ import annotations
@@ -336,6 +337,8 @@ def main(argv=None) -> int:
     parser.add_argument("--events", type=int, default=bench_events.EVENTS, help="mouse events per drag in S7")
     parser.add_argument("--window", type=Path, help="a real-window run's e2e_cancel.json, for S5")
     parser.add_argument("--profile", action="store_true", help="S4: print a cProfile of one more clean-up bake")
+    parser.add_argument("--page", type=Path, help="write the run's table into this page, between its markers "
+                        "(make bench: docs/performance.md)")
     parser.add_argument("--only", default=",".join(g for g in GROUPS if g != "S2"),
                         help=f"which groups to run, of {', '.join(GROUPS)} (S1 runs S2 too)")
     args = parser.parse_args(argv)
@@ -378,7 +381,45 @@ def main(argv=None) -> int:
         print("cProfile of one more clean-up bake of the take:")
         print(profile)
     print(f"Total time {time.perf_counter() - began:.0f} s")
+    if args.page is not None:
+        write_page(args.page, lines, tables)
+        print(f"Wrote the run's table into {args.page}")
     return 0
+
+
+PAGE_START, PAGE_END = "<!-- make bench: start -->", "<!-- make bench: end -->"
+
+
+def page_table(lines: list[Line], tables: list[str]) -> str:
+    """The run's rows as the performance page shows them (markdown), with when and where."""
+    try:
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True,
+                                check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        commit = "unknown"
+    when = (f"One run of `make bench` on {time.strftime('%Y-%m-%d')} at commit {commit} (Blender "
+            f"{bpy.app.version_string}, {os.cpu_count()} cores); ratios are our time over Blender's from this run.")
+    out = [when, "", "| group | # | what | Blender | Welman IK | ratio | aim | met |", "|---|---|---|---|---|---|---|---|"]
+    for line in lines:
+        ratio = f"{line.ratio:.2f}x" if math.isfinite(line.ratio) else "-"
+        met = {True: "yes", False: "no", None: "-"}[line.met]
+        out.append(f"| {line.aim} | {line.target} | {line.what} | {line.blender} | {line.ours} | {ratio} | "
+                   f"{line.goal} | {met} |")
+    for table in tables:
+        out += ["", "```", table, "```"]
+    return "\n".join(out)
+
+
+def write_page(path: Path, lines: list[Line], tables: list[str]) -> None:
+    """Put the run's table between the page's markers (added at its end where it has none)."""
+    text = path.read_text(encoding="utf-8") if path.exists() else ""
+    block = f"{PAGE_START}\n{page_table(lines, tables)}\n{PAGE_END}"
+    if PAGE_START in text and PAGE_END in text:
+        head, rest = text.split(PAGE_START, 1)
+        text = head + block + rest.split(PAGE_END, 1)[1]
+    else:
+        text = text.rstrip("\n") + "\n\n" + block + "\n"
+    path.write_text(text, encoding="utf-8")
 
 
 if __name__ == "__main__":
