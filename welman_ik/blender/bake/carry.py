@@ -47,7 +47,6 @@ class Continuity:
         which leaves the solve little to do (for the solvers in ``EXTRAPOLATED``). That start
         changes where the solve begins, not what it keeps to."""
         size = q0.size
-        held, age = np.zeros(size), np.full(size, RELEASED)
         q_start = start = q0
         if self.previous is not None and self.previous[0] == layout:
             _, animated_before, solved_before, (held_before, age_before) = self.previous
@@ -55,13 +54,13 @@ class Continuity:
             released = age_before == ACTIVE
             held = np.where(released, correction, held_before)
             age = np.where(released, 1, np.minimum(age_before + 1, RELEASED))
-            easing = np.zeros(size)
+            carried = np.where(moving, correction, 0.0)
             idle = ~moving & (held != 0.0)  # joints easing off a correction
             if idle.any():
-                easing[idle] = ease(age[idle], max(falloff, 0)) * held[idle]
+                carried[idle] = ease(age[idle], max(falloff, 0)) * held[idle]
             # Easing out at the range's end: the carried correction shrinks with the goals.
             scale = min(1.0, share / self.weight_before) if self.weight_before > 1e-9 else share
-            q_start = q0 + scale * np.where(moving, correction, easing)
+            q_start = q0 + scale * carried
             # The corrections of the frames before the last, of joints that have moved a goal
             # on each of those frames and on this one.
             trend = np.zeros(size)
@@ -76,6 +75,7 @@ class Continuity:
             # (a frame that missed a goal is no trend to follow)
             self.corrections = [*history[-1:], (correction, released)] if self.held else []
         else:
+            held, age = np.zeros(size), np.full(size, RELEASED)
             self.corrections = []
         self.weight_before = share
         self.state = (held, np.where(moving, ACTIVE, age))

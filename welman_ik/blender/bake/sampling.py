@@ -46,11 +46,14 @@ class Sampler:
     else by a scene frame change (NLA, drivers, constraints: as Blender evaluates it)."""
 
     WIDTHS = {"location": 3, "rotation_quaternion": 4, "rotation_euler": 3, "rotation_axis_angle": 4, "scale": 3}
+    AHEAD = 1024  # frames sampled ahead of those asked for, kept for the next ones
 
     def __init__(self, scene, obj, bones=None, direct: bool | None = None):
         """``bones``: the names whose channels matter (None: all of them)."""
         self.scene, self.obj = scene, obj
         self.direct = direct_sampling(obj) if direct is None else direct
+        self.until = 0  # the last frame the F-curves are sampled ahead to (``_sampled``)
+        self._kept = None  # (values, first frame, last frame) sampled already
         # Per channel: every bone's values read at once, the curves' values put in at their
         # places (bone's place times the channel's width plus the curve's index), written at once.
         self.channels: list[tuple[str, np.ndarray, np.ndarray, list]] = []
@@ -81,15 +84,28 @@ class Sampler:
             held = np.empty(len(pose_bones) * width, dtype=np.float32)
             pose_bones.foreach_get(prop, held)
             out[prop] = np.repeat(held[None], len(frames), axis=0)
-        # (the frames of a chunk are consecutive, or every step-th: sampled from the first to the last)
-        every = keyframes.sample_fcurves(self.obj, [c for *_, curves in self.channels for c in curves],
-                                         frames[0], frames[-1]) if self.channels and frames else None
+        every, first = self._sampled(frames)
         column = 0
         for prop, _buffer, places, curves in self.channels:
-            rows = np.asarray(frames) - frames[0]
-            out[prop][:, places] = every[rows, column:column + len(curves)]
+            out[prop][:, places] = every[np.asarray(frames) - first, column:column + len(curves)]
             column += len(curves)
         return {prop: values.reshape(len(frames), len(pose_bones), self.WIDTHS[prop]) for prop, values in out.items()}
+
+    def _sampled(self, frames: list[int]) -> tuple[np.ndarray | None, int]:
+        """(every curve of ``channels`` on every frame from the first of ``frames`` on, the frame
+        of its first row): sampled by Blender at once (``keyframes.sample_fcurves``), up to
+        ``until`` (the bake's last frame) at most ``AHEAD`` frames past the last of ``frames``,
+        and kept for the frames asked for next (a bake's chunks, one after another)."""
+        kept = self._kept
+        if kept is not None and kept[1] <= frames[0] and frames[-1] <= kept[2]:
+            return kept[0], kept[1]
+        curves = [c for *_, group in self.channels for c in group]
+        if not curves or not frames:
+            return None, frames[0] if frames else 0
+        last = max(frames[-1], min(self.until, frames[-1] + self.AHEAD))
+        every = keyframes.sample_fcurves(self.obj, curves, frames[0], last)
+        self._kept = (every, frames[0], last)
+        return every, frames[0]
 
     def apply(self, frame: int) -> None:
         if not self.direct:
@@ -124,6 +140,7 @@ class ClipSampler:
     def __init__(self, plan, direct: bool | None = None):
         self.plan = plan
         self.sampler = Sampler(plan.context.scene, plan.obj, plan.chains, direct)
+        self.sampler.until = plan.frames[-1] if plan.frames else 0
         self.trees: list[Tree] = []
 
     @property

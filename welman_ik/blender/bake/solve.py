@@ -53,7 +53,8 @@ class FrameSolver:
         (``batch.FrameBatch.again``)."""
         tree, s = sample.tree, self.plan.settings
         steered, key, asked = asking(goals)
-        steering = tree.steering(asked.steered(self.plan.obj))  # the joints that move a goal's point
+        # the joints that move a goal's point: once per set of goals in force, as ``Tree.moving``
+        steering = tree.once(("steering of", key), lambda: tree.steering(asked.steered(self.plan.obj)))
         moving = tree.moving(key, steered)
         q_start, start = self.continuity.carry(sample.q0, tree.layout, moving, goals.share, self.plan.falloff,
                                                s.solver)
