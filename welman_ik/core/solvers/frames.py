@@ -30,7 +30,9 @@ is for the per-frame solver.
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, fields, replace
+from functools import cached_property
 
 import numpy as np
 
@@ -107,22 +109,22 @@ class FramesProblem:
         return np.clip(q, sk.lower if self.lower is None else self.lower[frames],
                        sk.upper if self.upper is None else self.upper[frames])
 
-    @property
+    @cached_property
     def floor(self) -> np.ndarray:
         return np.any(self.normals != 0.0, axis=1)
 
-    @property
+    @cached_property
     def paired(self) -> np.ndarray:
         """(G,) the goals on two points."""
         return np.zeros(len(self.joints), dtype=bool) if self.joints_b is None else self.joints_b >= 0
 
-    @property
+    @cached_property
     def direction(self) -> np.ndarray:
         """(G,) the goals on a direction."""
         return (np.zeros(len(self.joints), dtype=bool) if self.lengths is None
                 else (self.lengths > 0.0) & ~self.turning)
 
-    @property
+    @cached_property
     def turning(self) -> np.ndarray:
         """(G,) the whole orientations."""
         return np.zeros(len(self.joints), dtype=bool) if self.turns is None else np.asarray(self.turns, dtype=bool)
@@ -180,6 +182,26 @@ def _fields_of(result: FramesResult) -> tuple:
     return tuple(getattr(result, f.name) for f in fields(result))
 
 
+_SUBSETS: dict = {}  # (skeleton's id, the joints kept) -> (that skeleton, the tree of those joints)
+_SUBSETS_LOCK = threading.Lock()
+
+
+def _subset(sk: Skeleton, keep: np.ndarray) -> Skeleton:
+    """``subset(sk, keep)``, kept for the last few skeletons: a bake solves its runs of frames
+    on one skeleton, each run on the same joints."""
+    key = (id(sk), keep.tobytes())
+    with _SUBSETS_LOCK:
+        found = _SUBSETS.get(key)
+    if found is not None and found[0] is sk:
+        return found[1]
+    tree = subset(sk, keep)
+    with _SUBSETS_LOCK:
+        while len(_SUBSETS) >= 8:
+            del _SUBSETS[next(iter(_SUBSETS))]
+        _SUBSETS[key] = (sk, tree)
+    return tree
+
+
 def _solve_frames(problem: FramesProblem, start: np.ndarray) -> FramesResult:
     sk = problem.skeleton
     q = problem.clamp(np.array(start, dtype=float), np.arange(len(start)))
@@ -197,7 +219,7 @@ def _solve_frames(problem: FramesProblem, start: np.ndarray) -> FramesResult:
     def part(values):
         return None if values is None else np.asarray(values)[..., keep]
 
-    inner = replace(problem, skeleton=subset(sk, keep), joints=index[problem.joints], reference=part(problem.reference),
+    inner = replace(problem, skeleton=_subset(sk, keep), joints=index[problem.joints], reference=part(problem.reference),
                     active=part(problem.active), lower=part(problem.lower), upper=part(problem.upper),
                     joints_b=None if problem.joints_b is None else np.where(problem.joints_b >= 0,
                                                                             index[problem.joints_b], -1))
