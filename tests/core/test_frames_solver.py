@@ -217,8 +217,8 @@ def test_frames_split_between_threads_solve_as_all_together(seed, monkeypatch):
     assert len(start) >= frames.PARALLEL_FRAMES
     together = frames._solve_frames(big, start)
     for parts in (2, 3):
-        monkeypatch.setattr(frames, "cores", lambda parts=parts: parts)
-        monkeypatch.setattr(threads, "cores", lambda parts=parts: parts)
+        monkeypatch.setattr(frames, "workers", lambda parts=parts: parts)
+        monkeypatch.setattr(threads, "workers", lambda parts=parts: parts)
         split = solve_frames(big, start)
         for name in ("q", "errors"):
             np.testing.assert_allclose(getattr(split, name), getattr(together, name), rtol=0, atol=1e-10, err_msg=name)

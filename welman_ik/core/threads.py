@@ -56,13 +56,21 @@ def cores() -> int:
         return os.cpu_count() or 1
 
 
+MOST_WORKERS = 4  # threads at most, whatever the cores
+
+
+def workers() -> int:
+    """The threads a piece of work may be split between (``in_parallel``)."""
+    return min(cores(), MOST_WORKERS)
+
+
 def in_parallel(work, parts: list) -> list:
     """``[work(part) for part in parts]``, the parts on threads of their own where there are
     cores for them: numpy lets go of the interpreter lock for its array work, so parts of one
     solve (its frames) run side by side. Each part's work must touch nothing the others do."""
     global _pool
-    if len(parts) < 2 or cores() < 2:
+    if len(parts) < 2 or workers() < 2:
         return [work(part) for part in parts]
     if _pool is None:
-        _pool = ThreadPoolExecutor(max_workers=min(cores(), 4), thread_name_prefix="welman-ik")
+        _pool = ThreadPoolExecutor(max_workers=workers(), thread_name_prefix="welman-ik")
     return list(_pool.map(work, parts))

@@ -126,9 +126,8 @@ class FrameBatch:
         """``frame`` and the frames after it in its chunk with the same goals in force, solved
         together, each keeping near its animated pose plus ``correction`` (the last frame's,
         whose range weight was ``weight``, carried on as the frame by frame solve carries it:
-        scaled by each frame's range weight over that) and starting there: a run the frames in
-        order reach (``PENDING``), or where a retarget's goals changed and the pass's poses near
-        the animation jumped from the last frame's. ``frame``'s ``Settled``, or None."""
+        scaled by each frame's range weight over that) and starting there: a pins' bake's run,
+        when the frames in order reach it (``PENDING``). ``frame``'s ``Settled``, or None."""
         if self.taken is None or self.taken[0] != frame:
             return None
         sample, goals, _ = self.taken[1]

@@ -49,8 +49,9 @@ def write_keys(obj, results: dict) -> None:
         # each bone's entries on the group's frames, transposed at once: (paths, rotations, locations)
         for name, column in zip(names, zip(*(results[frame].values() for frame in at))):
             paths, rotations, locations = zip(*column)
-            for path in set(paths):
-                which = range(len(at)) if len(set(paths)) == 1 else [i for i, p in enumerate(paths) if p == path]
+            kinds = set(paths)  # (a bone's rotation path: one on nearly every bake's frames)
+            for path in kinds:
+                which = range(len(at)) if len(kinds) == 1 else [i for i, p in enumerate(paths) if p == path]
                 keyed = channels.setdefault(f'pose.bones["{name}"].{path}', ([], []))
                 keyed[0].extend(at[i] for i in which)
                 keyed[1].extend(rotations[i] for i in which)

@@ -96,12 +96,12 @@ class Sampler:
         of its first row): sampled by Blender at once (``keyframes.sample_fcurves``), up to
         ``until`` (the bake's last frame) at most ``AHEAD`` frames past the last of ``frames``,
         and kept for the frames asked for next (a bake's chunks, one after another)."""
-        kept = self._kept
-        if kept is not None and kept[1] <= frames[0] and frames[-1] <= kept[2]:
-            return kept[0], kept[1]
         curves = [c for *_, group in self.channels for c in group]
         if not curves or not frames:
             return None, frames[0] if frames else 0
+        kept = self._kept
+        if kept is not None and kept[1] <= frames[0] and frames[-1] <= kept[2]:
+            return kept[0], kept[1]
         last = max(frames[-1], min(self.until, frames[-1] + self.AHEAD))
         every = keyframes.sample_fcurves(self.obj, curves, frames[0], last)
         self._kept = (every, frames[0], last)

@@ -21,7 +21,7 @@ from .batch import PENDING
 from .carry import Continuity
 from .goals import FrameGoals, off_path, path_goals
 
-JUMPED = "jumped"  # ``_batched``'s answer where the frame's corrections jump from the last frame's
+JUMPED = "jumped"  # ``_batched``'s answer where the frame's corrections jump from the last frame's: solved alone
 CARRY_JUMP = 0.01  # [rad, or m] the largest change of a joint's correction from the last frame a frame solved together may make
 
 
@@ -47,9 +47,9 @@ class FrameSolver:
 
     def solve(self, sample, goals: FrameGoals, batched=None, again=None) -> Solved:
         """``batched``: the frame as the frames solved together settled it (``batch.Settled``),
-        taken where nothing carried over from the frame before changes it; ``again``: called with
-        the last frame's correction and range weight where the frame's corrections jump from the
-        last frame's, it gives the frame solved together once more from there
+        taken where nothing carried over from the frame before changes it, or ``batch.PENDING``;
+        ``again``: called with the last frame's correction and range weight for a pending frame,
+        it gives the frame as its run, solved together from there, settles it
         (``batch.FrameBatch.again``)."""
         tree, s = sample.tree, self.plan.settings
         steered, key, asked = asking(goals)
@@ -62,13 +62,9 @@ class FrameSolver:
         animated = source is not None and source.prefers_animated  # its own pose, and the solve starts there
         if batched is not None:
             start_from = sample.q0 if animated else q_start
-            fresh = batched is PENDING
-            if fresh:  # its run of frames solved together now, carrying on from the last frame
+            if batched is PENDING:  # its run of frames solved together now, carrying on from the last frame
                 batched = None if again is None else again(*self._handed_on(tree, steering))
             result = None if batched is None else self._batched(sample, goals, batched, steering, start_from)
-            if result is JUMPED and again is not None and not fresh:  # once more, carrying on from here
-                batched = again(*self._handed_on(tree, steering))
-                result = None if batched is None else self._batched(sample, goals, batched, steering, start_from)
             if isinstance(result, SolveResult):
                 return self._solved(tree, sample, goals, result, steering)
         # The preferred pose of a bake is each frame's own animated pose, with the correction
@@ -118,7 +114,7 @@ class FrameSolver:
         by frame solve would (``Continuity.carry``: a foot's turn about its held heel once its
         toe is let go); None where what the last frame hands on asks for more: the roots off
         their path, or a goal the carried joints miss; ``JUMPED`` where its corrections jump from
-        the last frame's."""
+        the last frame's (the frame is then solved alone, carrying on from the last frame)."""
         if self.root_off or (goals.path and not self.continuity.held):
             return None
         q, errors = settled.q, settled.errors
@@ -128,9 +124,9 @@ class FrameSolver:
             q[carried] = q_start[carried]
         # Continuity: the corrections change little from one frame to the next where the goals
         # go on as they were; where they change (a plant's end while the other holds the foot),
-        # the pass's pose, near the animation, may lie far from the last frame's, which the frame
-        # by frame solve carries on from: the run of frames with these goals is then solved
-        # together again from the last frame's correction (``batch.FrameBatch.again``).
+        # the first frame of the run with the new goals, solved together from the last frame's
+        # correction, may still lie far from the last frame's pose, which the frame by frame
+        # solve carries on from: that frame is then solved alone.
         before = self.continuity.previous
         if (before is not None and before[0] == sample.tree.layout and self.plan.source is None
                 and goals.moving_key != self.last_key):  # (within a run of the same goals they are smooth)

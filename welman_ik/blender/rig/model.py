@@ -138,11 +138,10 @@ class RigModel:
         """Joint values of the pose bones' current channels, as a new model reads them."""
         return self.back.read()
 
-    def _start(self, q: np.ndarray, pose: PoseArrays | None = None, originals: dict | None = None) -> None:
-        """Take joint values ``q`` (what the pose bones hold) as the start of a solve
-        (``originals``: as ``WriteBack.start``)."""
+    def _start(self, q: np.ndarray, pose: PoseArrays | None = None) -> None:
+        """Take joint values ``q`` (what the pose bones hold) as the start of a solve."""
         self.q0 = q
-        self.originals = self.back.start(q, pose, originals)  # each bone's channels as read
+        self.originals = self.back.start(q, pose)  # each bone's channels as read
         # A bone posed past its limits by hand is not snapped back; it may only move back
         # toward them.
         lower, upper = np.minimum(self.limits[0], q), np.maximum(self.limits[1], q)

@@ -25,8 +25,8 @@ class Originals(Mapping):
     """Each bone's channels as read (name -> ``BoneChannels``), made when asked for: a bake
     keeps every frame's, a drag none."""
 
-    def __init__(self, names: list[str], channels: dict[str, np.ndarray], index: dict | None = None):
-        self._index = index if index is not None else {name: i for i, name in enumerate(names)}  # (shareable)
+    def __init__(self, index: dict[str, int], channels: dict[str, np.ndarray]):
+        self._index = index  # name -> its row in ``channels`` (shared by the frames of a clip)
         self._channels = channels
 
     def __getitem__(self, name: str) -> BoneChannels:
@@ -65,6 +65,7 @@ class WriteBack:
         self._axes = order_axes(self._orders)
         self.size = size
         self._names = list(bones)
+        self._index = {name: i for i, name in enumerate(self._names)}  # a bone's row in the channels read
         self._modes = None  # the rotation modes ``start`` last saw
 
     def read(self, near: np.ndarray | None = None, pose: PoseArrays | None = None) -> np.ndarray:
@@ -98,7 +99,7 @@ class WriteBack:
         self._at_start = self._held = self.values(q)  # by bone: at the start, and as the pose bones hold them
         pose = PoseArrays(self.object.pose.bones) if pose is None else pose
         self._originals = originals or {channel: pose[channel][self.rows] for channel in BoneChannels.CHANNELS}
-        originals = Originals(self._names, self._originals)
+        originals = Originals(self._index, self._originals)
         modes = pose.modes[self.rows]
         if self._modes is None or not np.array_equal(modes, self._modes):  # (a bake's frames: the same modes)
             self._modes = modes
@@ -115,8 +116,7 @@ class WriteBack:
         ``modes``; each frame's channels as read, the last frame's taken as the start."""
         last = {channel: values[-1] for channel, values in picked.items()}
         self.start(q[-1], PoseArrays.held(self.object.pose.bones, {}, modes), last)
-        index = {name: i for i, name in enumerate(self._names)}
-        return [Originals(self._names, {channel: values[k] for channel, values in picked.items()}, index)
+        return [Originals(self._index, {channel: values[k] for channel, values in picked.items()})
                 for k in range(len(q))]
 
     def values(self, q: np.ndarray) -> np.ndarray:

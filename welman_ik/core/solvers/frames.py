@@ -37,7 +37,7 @@ from functools import cached_property
 import numpy as np
 
 from ..skeleton import Skeleton, subset
-from ..threads import cores, in_parallel, single_threaded
+from ..threads import in_parallel, single_threaded, workers
 from .frames_rows import FrameRows, level_rows
 from .reference_weights import carried_weights
 from .sr_inverse import (
@@ -158,10 +158,10 @@ def solve_frames(problem: FramesProblem, start: np.ndarray) -> FramesResult:
     frames are independent of each other: from ``PARALLEL_FRAMES`` on they are split between
     the cores (``threads.in_parallel``), each part solved as the whole would solve it."""
     count = len(start)
-    parts = cores() if count >= PARALLEL_FRAMES else 1
+    parts = workers() if count >= PARALLEL_FRAMES else 1
     if parts < 2:
         return _solve_frames(problem, start)
-    pieces = np.array_split(np.arange(count), min(parts, 4))
+    pieces = np.array_split(np.arange(count), parts)
     results = in_parallel(lambda frames: _solve_frames(_frames_of(problem, frames), np.asarray(start)[frames]),
                           pieces)
     return FramesResult(*(np.concatenate(arrays) for arrays in zip(*(_fields_of(r) for r in results))))
