@@ -24,22 +24,23 @@ def walk(obj, points: Sequence[tuple[str, float]], frames: range) -> tuple[np.nd
     scene = bpy.context.scene
     index = {name: i for i, name in enumerate(obj.pose.bones.keys())}
     rows = np.array([index[bone] for bone, _ in points], dtype=int)
-    anchors = np.array([anchor for _, anchor in points], dtype=float)[:, None]
+    anchors = np.array([anchor for _, anchor in points], dtype=float)[None, :, None]
     count = len(index)
-    heads, tails = np.empty(count * 3, dtype=np.float32), np.empty(count * 3, dtype=np.float32)
-    out, sizes = np.empty((len(frames), len(points), 3)), np.empty((len(frames), 3))
+    # Read raw on each frame (the frame's evaluation is what costs), worked out for all at once.
+    heads, tails = np.empty((len(frames), count * 3), dtype=np.float32), np.empty((len(frames), count * 3),
+                                                                                  dtype=np.float32)
+    worlds = np.empty((len(frames), 4, 4))
     for i, frame in enumerate(frames):
         scene.frame_set(frame)
         evaluated = obj.evaluated_get(bpy.context.evaluated_depsgraph_get())
-        evaluated.pose.bones.foreach_get("head", heads)
-        evaluated.pose.bones.foreach_get("tail", tails)
-        world = np.array(evaluated.matrix_world, dtype=float)
-        ends = np.concatenate([heads.reshape(-1, 3), tails.reshape(-1, 3)]) @ world[:3, :3].T + world[:3, 3]
-        head, tail = ends[:count][rows], ends[count:][rows]
-        out[i] = head + anchors * (tail - head)
-        sizes[i] = np.ptp(ends, axis=0)
+        evaluated.pose.bones.foreach_get("head", heads[i])
+        evaluated.pose.bones.foreach_get("tail", tails[i])
+        worlds[i] = [row[:] for row in evaluated.matrix_world]
     scene.frame_set(frames[0])
-    return out, sizes
+    ends = np.concatenate([heads.reshape(len(frames), count, 3), tails.reshape(len(frames), count, 3)], axis=1)
+    ends = np.einsum("fij,fkj->fki", worlds[:, :3, :3], ends.astype(float)) + worlds[:, None, :3, 3]
+    head, tail = ends[:, :count][:, rows], ends[:, count:][:, rows]
+    return head + anchors * (tail - head), np.ptp(ends, axis=1)
 
 
 def extent(path: np.ndarray) -> float:

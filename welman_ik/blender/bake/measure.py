@@ -33,6 +33,7 @@ class BakeMeasure:
         # Every frame on which a goal missed its own place: (frame, goal, miss, goals missed,
         # miss against the goal asked for, whether that goal was eased).
         self.misses: list[tuple] = []
+        self._base = None  # (the model, its start, its kinematics there): what the other kinds' pins are measured on
 
     def frames(self) -> dict[int, Measured]:
         """Each baked frame's goals measured on the pose Blender evaluates from the written
@@ -82,7 +83,9 @@ class BakeMeasure:
         model = self.sampling.tree.model
         built = self.log.shaped_goals(self.sampling.tree, frame, entries)
         names = sorted({n for pin, *_ in entries for n in pin_bones(self.plan.obj, pin) if n in model.bones})
-        kin = shaped_goals.evaluated_kinematics(self.plan.obj, model, model.q0, names)
+        if self._base is None or self._base[0] is not model or not np.array_equal(self._base[1], model.q0):
+            self._base = (model, model.q0.copy(), model.skeleton.forward(model.q0))  # the same on every frame
+        kin = shaped_goals.evaluated_kinematics(self.plan.obj, model, model.q0, names, self._base[2])
         errors = shaped_goals.goal_errors(built, kin)
         places = np.array([fields.get("location", pin.location) for pin, fields, _ in entries]).reshape(-1, 3)
         met = errors <= tolerance + evaluated_slack(places)

@@ -12,7 +12,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ...core import SOLVERS, Problem, SolveResult
+from ...core import SOLVERS, PositionGoal, Problem, SolveResult
 from ...core.problem import goal_errors
 from ..pins.goals import SHAPED_KINDS
 from ..pins.setup import preferred_pose
@@ -133,11 +133,17 @@ class FrameSolver:
             _, animated, solved, _ = before
             if np.abs((q - sample.q0) - (solved - animated)).max(initial=0.0) > CARRY_JUMP:
                 return JUMPED
-        if carried.any():
+        if carried.any() and not self._points_steered(goals):
             errors = goal_errors(goals.goals, sample.skeleton.forward(q))
             if settled.converged and not np.all(errors <= self.plan.tolerance):
                 return None
         return SolveResult(q=q, iterations=settled.iterations, errors=errors, converged=settled.converged)
+
+    def _points_steered(self, goals: FrameGoals) -> bool:
+        """Whether the frame's goals are all the pins' points (the log's), whose distances only
+        the joints that steer them change: the carried joints then leave them as solved."""
+        return (self.plan.source is None and not goals.shaped
+                and all(type(goal) is PositionGoal for goal in goals.goals))
 
     def _met(self, problem: Problem, start: np.ndarray, sample) -> SolveResult | None:
         """Where nothing is carried over and the animated pose already meets every goal (the

@@ -32,6 +32,7 @@ from ...core import (
 )
 from ...core.masses import segment_masses
 from ...core.problem import goal_errors
+from ..rig.evaluated import world_matrix
 from ..rig.model import RigError, RigModel
 from ..rig.targets import other_bone
 
@@ -270,17 +271,18 @@ def goal_joints(goal: Goal) -> np.ndarray:
     return np.unique(np.concatenate(found)) if found else np.zeros(0, dtype=np.intp)
 
 
-def evaluated_kinematics(obj, model: RigModel, q: np.ndarray, names=None) -> Kinematics:
+def evaluated_kinematics(obj, model: RigModel, q: np.ndarray, names=None, base: Kinematics | None = None) -> Kinematics:
     """The model at ``q`` with the frames of the bones ``names`` (None: all of the model's)
     as Blender evaluated them: a goal measured on it is measured on Blender's pose (call
-    ``evaluated.update`` first after a change)."""
-    kin = model.skeleton.forward(q)
+    ``evaluated.update`` first after a change). ``base``: the model's kinematics at ``q``,
+    when already worked out (a bake measures every frame on the model's start)."""
+    kin = model.skeleton.forward(q) if base is None else base
     frames = kin.frames.copy()
-    world = np.array(obj.matrix_world, dtype=float)
+    world = world_matrix(obj)
     pose_bones = obj.pose.bones
     for name in (model.bones if names is None else names):
         b = model.bones[name]
-        frame = world @ np.array(pose_bones[name].matrix, dtype=float)
+        frame = world @ np.array([row[:] for row in pose_bones[name].matrix])
         frame[:3, :3] = frame[:3, :3] / np.where(np.abs(b.scale) > 1e-12, b.scale, 1.0)[None, :]
         frames[b.frame_joint] = frame
     return Kinematics(model.skeleton, kin.q, frames)
