@@ -215,6 +215,7 @@ def test_frames_split_between_threads_solve_as_all_together(seed, monkeypatch):
     many = np.tile(np.arange(FRAMES), 3)  # 180 frames
     big, start = frames._frames_of(problem, many), q0[many]
     assert len(start) >= frames.PARALLEL_FRAMES
+    monkeypatch.setattr(frames, "PARALLEL_ENTRIES", 0)  # (this tree's Jacobians are small)
     together = frames._solve_frames(big, start)
     for parts in (2, 3):
         monkeypatch.setattr(frames, "workers", lambda parts=parts: parts)
@@ -225,3 +226,18 @@ def test_frames_split_between_threads_solve_as_all_together(seed, monkeypatch):
         for name in ("converged", "iterations", "stalled", "first_met"):
             np.testing.assert_array_equal(getattr(split, name), getattr(together, name), err_msg=name)
     assert together.converged.sum() > len(start) // 2  # (a problem that solves)
+
+
+def test_frames_with_small_jacobians_are_not_split(monkeypatch):
+    """Many frames whose Jacobians are small (few goals on few joints) stay on one thread: there
+    numpy's calls are mostly the interpreter's, and threads would only queue for its lock."""
+    problem, q0 = held_problem(0)
+    many = np.tile(np.arange(FRAMES), 3)
+    big, start = frames._frames_of(problem, many), q0[many]
+    assert frames._entries(big) < frames.PARALLEL_ENTRIES
+    monkeypatch.setattr(frames, "workers", lambda: 2)
+    monkeypatch.setattr(frames, "in_parallel", lambda *args: pytest.fail("split between threads"))
+    assert solve_frames(big, start).converged.any()
+    monkeypatch.setattr(frames, "PARALLEL_ENTRIES", 0)
+    with pytest.raises(pytest.fail.Exception):
+        solve_frames(big, start)

@@ -53,6 +53,9 @@ from .sr_inverse import (
 HALVINGS = 4  # per iteration, of the frames whose first level the full step takes further away
 EPSILON = 1e-12  # relative regularisation of the levels above, in the null-space restriction
 PARALLEL_FRAMES = 64  # frames from which a solve's frames are split between the cores
+# ... where each frame's Jacobian has this many entries (goals times joints) or more: on smaller
+# ones numpy's calls are mostly the interpreter's, and threads only queue for its lock.
+PARALLEL_ENTRIES = 400
 
 
 @dataclass
@@ -158,13 +161,25 @@ def solve_frames(problem: FramesProblem, start: np.ndarray) -> FramesResult:
     frames are independent of each other: from ``PARALLEL_FRAMES`` on they are split between
     the cores (``threads.in_parallel``), each part solved as the whole would solve it."""
     count = len(start)
-    parts = workers() if count >= PARALLEL_FRAMES else 1
+    parts = workers() if count >= PARALLEL_FRAMES and _entries(problem) >= PARALLEL_ENTRIES else 1
     if parts < 2:
         return _solve_frames(problem, start)
     pieces = np.array_split(np.arange(count), parts)
     results = in_parallel(lambda frames: _solve_frames(_frames_of(problem, frames), np.asarray(start)[frames]),
                           pieces)
     return FramesResult(*(np.concatenate(arrays) for arrays in zip(*(_fields_of(r) for r in results))))
+
+
+def _entries(problem: FramesProblem) -> int:
+    """A frame's Jacobian's size: its goal points times the joints that carry one."""
+    return len(problem.joints) * int(_kept(problem).size)
+
+
+def _kept(problem: FramesProblem) -> np.ndarray:
+    """The joints that carry a goal point (the pass works on those alone)."""
+    pointed = problem.joints if problem.joints_b is None else np.concatenate(
+        [problem.joints, problem.joints_b[problem.joints_b >= 0]])
+    return np.flatnonzero(problem.skeleton.ancestors[pointed].any(axis=0))
 
 
 def _frames_of(problem: FramesProblem, frames: np.ndarray) -> FramesProblem:
@@ -208,9 +223,7 @@ def _solve_frames(problem: FramesProblem, start: np.ndarray) -> FramesResult:
     sizes = _sizes(sk, q, problem)
     col_base = np.sqrt(np.clip(sk.mobility, 0.0, 1.0)) / sk.subtree**INERTIA_POWER
     ref_weight = carried_weights(sk)
-    pointed = problem.joints if problem.joints_b is None else np.concatenate(
-        [problem.joints, problem.joints_b[problem.joints_b >= 0]])
-    keep = np.flatnonzero(sk.ancestors[pointed].any(axis=0))
+    keep = _kept(problem)
     if keep.size == sk.size:
         return _solve(problem, q, sizes, col_base, ref_weight)
     index = np.full(sk.size, -1, dtype=np.intp)
