@@ -5,7 +5,7 @@ What it measures
     (position pins on the toes' and heels' tails), default settings, without and with the
     human joint ranges (``joint_ranges(preset='AUTO')``). Per solver, set-up and reach, one
     interactive drag of ``hand.R``'s tail: a ``DragSession`` (anchor 1, the point the reaches'
-    targets are for) with the drag's time per mouse event (``EVENT_BUDGET``, 28 ms,
+    targets are for) with the drag's time per mouse event (``EVENT_BUDGET``, 25 ms,
     the preferences' default), fed ``--events`` (60) mouse events along the straight line from
     the hand to the reach's target, as the modal operator feeds them: each event a mouse ray
     (orthographic, looking across the line: horizontal and square to it, from the front)
