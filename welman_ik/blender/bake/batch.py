@@ -27,12 +27,14 @@ from .sampling import frames_at_once, with_kinematics
 
 class Settled(NamedTuple):
     """A frame the pass settled: its joint values, its goals' errors (in the frame's order), the
-    iterations it took, and whether it met every goal (else it stalled, its first level held)."""
+    iterations it took, whether it met every goal (else it stalled, its first level held), and
+    where it started when that start carried the corrections of the frames before (a run's)."""
 
     q: np.ndarray
     errors: np.ndarray
     iterations: int
     converged: bool
+    start: np.ndarray | None = None
 
 CHUNK = 256  # frames sampled together, a run of them solved together (a modal bake's slices take them one by one)
 PENDING = "pending"  # a frame whose run is solved together when the frames in order reach it (``FrameBatch.again``)
@@ -122,12 +124,12 @@ class FrameBatch:
         for frame, sample, frame_goal, q in zip(frames, samples, goals, solved):
             self.ready[frame] = (sample, frame_goal, q)
 
-    def again(self, frame: int, correction: np.ndarray, weight: float):
+    def again(self, frame: int, ahead):
         """``frame`` and the frames after it in its chunk with the same goals in force, solved
-        together, each keeping near its animated pose plus ``correction`` (the last frame's,
-        whose range weight was ``weight``, carried on as the frame by frame solve carries it:
-        scaled by each frame's range weight over that) and starting there: a pins' bake's run,
-        when the frames in order reach it (``PENDING``). ``frame``'s ``Settled``, or None."""
+        together, each keeping near its animated pose plus the corrections the frame by frame
+        solve would carry onto it (``ahead``: the frames' range weights (k,) -> those
+        corrections (k, n), ``Continuity.ahead``) and starting there: a pins' bake's run, when
+        the frames in order reach it (``PENDING``). ``frame``'s ``Settled``, or None."""
         if self.taken is None or self.taken[0] != frame:
             return None
         sample, goals, _ = self.taken[1]
@@ -140,8 +142,8 @@ class FrameBatch:
             if entry is None or entry[0].tree is not sample.tree or entry[1].moving_key != goals.moving_key:
                 break
             run.append(entry[:2])
-        scales = np.array([min(1.0, entry[1].share / weight) if weight > 1e-9 else entry[1].share for entry in run])
-        solved = self._solve([entry[0] for entry in run], [entry[1] for entry in run], scales[:, None] * correction)
+        corrections = ahead(np.array([entry[1].share for entry in run]))
+        solved = self._solve([entry[0] for entry in run], [entry[1] for entry in run], corrections)
         for (later_sample, later_goals), settled in zip(run[1:], solved[1:]):
             self.ready[later_sample.frame] = (later_sample, later_goals, settled)
         return solved[0]
@@ -205,5 +207,6 @@ class FrameBatch:
             if settled and sample.ranges is not None and sample.ranges.size:
                 settled = bool(np.all(sample.ranges.excess(sample.skeleton, result.q[k]) <= INSIDE_SLACK))
             out.append(Settled(result.q[k], result.errors[k, order[k]], int(result.iterations[k]),
-                               bool(result.converged[k])) if settled else None)
+                               bool(result.converged[k]), None if correction is None else start[k]) if settled
+                       else None)
         return out

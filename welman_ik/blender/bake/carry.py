@@ -26,6 +26,10 @@ class Continuity:
         self.corrections: list[tuple[np.ndarray, np.ndarray]] = []  # (correction, joints moving) of earlier frames
         self.weight_before = 1.0  # the last frame's range weight
         self.held = True  # whether the last frame's solve held every goal
+        # What this frame's ``carry`` worked from, for the frames after it with the same goals
+        # (``ahead``): (correction, held, frames since released, moving, falloff), or None.
+        self._carrying = None
+        self._weight_first = 1.0  # the range weight of the frame before this one
 
     def solved(self, layout, animated: np.ndarray, solved: np.ndarray, held: bool) -> None:
         """This frame's outcome, for the next."""
@@ -58,6 +62,7 @@ class Continuity:
             idle = ~moving & (held != 0.0)  # joints easing off a correction
             if idle.any():
                 carried[idle] = ease(age[idle], max(falloff, 0)) * held[idle]
+            self._carrying = (correction, held, age, moving, max(falloff, 0))
             # Easing out at the range's end: the carried correction shrinks with the goals.
             scale = min(1.0, share / self.weight_before) if self.weight_before > 1e-9 else share
             q_start = q0 + scale * carried
@@ -77,6 +82,27 @@ class Continuity:
         else:
             held, age = np.zeros(size), np.full(size, RELEASED)
             self.corrections = []
+            self._carrying = None
+        self._weight_first = self.weight_before
         self.weight_before = share
         self.state = (held, np.where(moving, ACTIVE, age))
         return q_start, start
+
+    def ahead(self, shares: np.ndarray) -> np.ndarray:
+        """(k, n) the corrections ``carry`` would carry onto this frame (the first) and the
+        k - 1 frames after it with the same goals in force (``shares``: their k range weights),
+        each frame's solution leaving the carried joints where they are carried: a joint that
+        moves a goal keeps the last frame's correction (scaled on as the range weights ask),
+        a joint whose pin ended eases it off frame by frame."""
+        shares = np.asarray(shares, dtype=float)
+        if self._carrying is None:
+            return np.zeros((len(shares), self.state[0].size))
+        correction, held, age, moving, falloff = self._carrying
+        before = np.concatenate([[self._weight_first], shares[:-1]])
+        steps = np.where(before > 1e-9, np.minimum(1.0, shares / np.maximum(before, 1e-300)), shares)
+        out = np.where(moving, correction, 0.0) * np.cumprod(steps)[:, None]
+        idle = ~moving & (held != 0.0)
+        if idle.any():
+            ages = np.minimum(age[idle][None, :] + np.arange(len(shares))[:, None], RELEASED)
+            out[:, idle] = steps[:, None] * ease(ages, falloff) * held[idle]
+        return out

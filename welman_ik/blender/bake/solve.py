@@ -48,9 +48,9 @@ class FrameSolver:
     def solve(self, sample, goals: FrameGoals, batched=None, again=None) -> Solved:
         """``batched``: the frame as the frames solved together settled it (``batch.Settled``),
         taken where nothing carried over from the frame before changes it, or ``batch.PENDING``;
-        ``again``: called with the last frame's correction and range weight for a pending frame,
-        it gives the frame as its run, solved together from there, settles it
-        (``batch.FrameBatch.again``)."""
+        ``again``: called for a pending frame with ``Continuity.ahead`` (what the frame by frame
+        solve would carry onto it and the frames after it with the same goals), it gives the
+        frame as its run, solved together from there, settles it (``batch.FrameBatch.again``)."""
         tree, s = sample.tree, self.plan.settings
         steered, key, asked = asking(goals)
         # the joints that move a goal's point: once per set of goals in force, as ``Tree.moving``
@@ -63,7 +63,7 @@ class FrameSolver:
         if batched is not None:
             start_from = sample.q0 if animated else q_start
             if batched is PENDING:  # its run of frames solved together now, carrying on from the last frame
-                batched = None if again is None else again(*self._handed_on(tree, steering))
+                batched = None if again is None else again(self.continuity.ahead)
             result = None if batched is None else self._batched(sample, goals, batched, steering, start_from)
             if isinstance(result, SolveResult):
                 return self._solved(tree, sample, goals, result, steering)
@@ -89,15 +89,6 @@ class FrameSolver:
             raise RigError(f"The solver failed on frame {sample.frame} (non-finite result)")
         return self._solved(tree, sample, goals, result, steering)
 
-    def _handed_on(self, tree, steering: np.ndarray) -> tuple[np.ndarray, float]:
-        """(the correction of the last frame's joints that steer this frame's goals (the others
-        ease off), its range weight): what a run of frames solved together carries on from."""
-        before = self.continuity.previous
-        if before is None or before[0] != tree.layout:
-            return np.zeros(len(steering)), 1.0
-        _, animated_before, solved_before, _ = before
-        return np.where(steering, solved_before - animated_before, 0.0), self.continuity.weight_before
-
     def _solved(self, tree, sample, goals: FrameGoals, result: SolveResult, steering: np.ndarray) -> Solved:
         """The frame's outcome, handed on to the next frame."""
         q0, q = sample.q0.copy(), result.q.copy()
@@ -119,6 +110,10 @@ class FrameSolver:
             return None
         q, errors = settled.q, settled.errors
         carried = ~steering & (q_start != sample.q0)
+        if settled.start is not None:  # a run that carried the corrections on itself: where they
+            # differ from what it carried (a frame before it solved alone), the joints it left as
+            # carried take them (the others, a foot kept above the floor, are as it solved them)
+            carried &= (q_start != settled.start) & (settled.q == settled.start)
         if carried.any():
             q = q.copy()
             q[carried] = q_start[carried]
