@@ -27,7 +27,7 @@ TAIL = 5  # lines of a dead job's error output kept in its entry
 # Inside a Blender executable the job runs as an expression: the package put on the path,
 # the arguments after ``--``.
 BLENDER_EXPRESSION = ("import sys; sys.path.insert(0, {root!r}); from welman_ik.cleanup import worker; "
-                      "sys.exit(worker.main(sys.argv[sys.argv.index('--') + 1:]))")
+                      "worker.run(sys.argv[sys.argv.index('--') + 1:])")
 
 
 class NoBlender(RuntimeError):
