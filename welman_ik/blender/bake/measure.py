@@ -17,6 +17,7 @@ from ..rig.evaluated import GoalSet, Measured, bone_ends, measure, points_at
 from ..rig.evaluated import slack as evaluated_slack
 from ..rig.units import length_text
 from .report import frame_ranges, list_misses
+from .tree import FIXED_KINDS
 
 
 class BakeMeasure:
@@ -34,6 +35,7 @@ class BakeMeasure:
         # miss against the goal asked for, whether that goal was eased).
         self.misses: list[tuple] = []
         self._base = None  # (the model, its start, its kinematics there): what the other kinds' pins are measured on
+        self._parts: dict[tuple, tuple] = {}  # the other kinds' pins that hold where they say: ``_shaped_parts``
 
     def frames(self) -> dict[int, Measured]:
         """Each baked frame's goals measured on the pose Blender evaluates from the written
@@ -81,16 +83,33 @@ class BakeMeasure:
     def _shaped_measure(self, frame: int, entries: list, tolerance: float) -> Measured:
         """The other kinds' pins of ``frame`` (``entries``) measured on the evaluated pose."""
         model = self.sampling.tree.model
-        built = self.log.shaped_goals(self.sampling.tree, frame, entries)
-        names = sorted({n for pin, *_ in entries for n in pin_bones(self.plan.obj, pin) if n in model.bones})
+        built, names, allowed, counted = self._shaped_parts(frame, entries, tolerance)
         if self._base is None or self._base[0] is not model or not np.array_equal(self._base[1], model.q0):
             self._base = (model, model.q0.copy(), model.skeleton.forward(model.q0))  # the same on every frame
         kin = shaped_goals.evaluated_kinematics(self.plan.obj, model, model.q0, names, self._base[2])
         errors = shaped_goals.goal_errors(built, kin)
+        return Measured(errors, errors <= allowed, counted)
+
+    def _shaped_parts(self, frame: int, entries: list, tolerance: float) -> tuple:
+        """(goals, the bones they are measured on, each goal's allowed error, whether each
+        counts) of ``frame``'s other kinds' pins; the same on every frame for pins that hold
+        where they say (``tree.FIXED_KINDS``), so worked out once for those."""
+        tree = self.sampling.tree
+        key = None
+        if all(not fields and pin.kind in FIXED_KINDS for pin, fields, _ in entries):
+            key = (id(tree), tuple((pin.as_pointer(), priority) for pin, _, priority in entries))
+            found = self._parts.get(key)
+            if found is not None:
+                return found
+        model = tree.model
+        built = self.log.shaped_goals(tree, frame, entries)
+        names = sorted({n for pin, *_ in entries for n in pin_bones(self.plan.obj, pin) if n in model.bones})
         places = np.array([fields.get("location", pin.location) for pin, fields, _ in entries]).reshape(-1, 3)
-        met = errors <= tolerance + evaluated_slack(places)
         counted = np.array([pin.weight > 0.0 for pin, *_ in entries], dtype=bool)
-        return Measured(errors, met, counted)
+        parts = (built, names, tolerance + evaluated_slack(places), counted)
+        if key is not None:
+            self._parts[key] = parts
+        return parts
 
     def _with_shaped(self, measured: Measured, shaped: Measured) -> Measured:
         """``measured`` (the position pins, then the edit) with the other kinds' pins
