@@ -46,7 +46,13 @@ def walk(obj, points: Sequence[tuple[str, float]], frames: range) -> tuple[np.nd
 def extent(path: np.ndarray) -> float:
     """The largest distance [m] between any two of the positions ``path`` (n, 3): how far a
     planted point drifts over its plant."""
-    return float(np.linalg.norm(path[:, None, :] - path[None, :, :], axis=-1).max()) if len(path) else 0.0
+    if not len(path):
+        return 0.0
+    # |a - b|^2 = |a|^2 + |b|^2 - 2 a.b about the points' mean (no cancellation): (n, n), not (n, n, 3)
+    centred = path - path.mean(axis=0)
+    square = np.einsum("ij,ij->i", centred, centred)
+    gaps = square[:, None] + square[None, :] - 2.0 * (centred @ centred.T)
+    return float(np.sqrt(max(float(gaps.max()), 0.0)))
 
 
 def plant_figures(obj, found: list, frames: range, floor: tuple[list, float] | None = None

@@ -10,7 +10,7 @@ import numpy as np
 
 from ...core import anatomy, contacts
 from ..rig import targets
-from ..rig.evaluated import anchor_points
+from ..rig.evaluated import bone_ends, points_at
 
 HEEL, TOE = 0.0, 1.0  # a foot bone's head (the heel strikes) and tail (the ball pushes off)
 UP = 2  # the world's up axis: a clip's floor is level
@@ -70,16 +70,17 @@ def sample(scene, obj, points: list[Point], frames) -> dict:
             bones += list(p.leg)
             anchors += [0.0, 0.0]
     keys = list(dict.fromkeys(zip(bones, anchors)))
-    paths = {key: np.empty((len(frames), 3)) for key in keys}
+    names = [k[0] for k in keys]
     current = scene.frame_current
+    readings = []
     try:
-        for i, frame in enumerate(frames):
+        for frame in frames:
             scene.frame_set(frame)
-            for key, position in zip(keys, anchor_points(obj, [k[0] for k in keys], [k[1] for k in keys])):
-                paths[key][i] = position
+            readings.append(bone_ends(obj, names))  # read raw, every frame's points worked out at once
     finally:
         scene.frame_set(current)
-    return paths
+    points = points_at(readings, [k[1] for k in keys]) if readings else np.empty((0, len(keys), 3))
+    return {key: points[:, k] for k, key in enumerate(keys)}
 
 
 SPEED_FPS = 30.0  # the frame rate a clip is sampled at when none is given
