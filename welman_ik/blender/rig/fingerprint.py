@@ -68,8 +68,9 @@ def _value(value):
         return value
     if hasattr(value, "as_pointer"):  # an ID or another struct: which one it is
         return ("struct", value.as_pointer(), getattr(value, "name", None))
-    if hasattr(value, "to_dict"):  # a group of custom properties: the values set in it
-        value = value.to_dict()
+    if hasattr(value, "to_dict"):  # a group of custom properties: the values set in it, written out in C
+        found = value.to_dict()
+        return ("group", repr(found)) if found else ()
     if isinstance(value, dict):
         return tuple(sorted((key, _value(item)) for key, item in value.items()))
     try:
