@@ -126,7 +126,8 @@ class Baker:
                 baked = bpy.data.actions.new(obj.name + SUFFIX)
                 obj.animation_data.action_extrapolation = "NOTHING"
             keyframes.assign_action(obj, baked)
-        ease_onto_plants(self.plan, self.log, self.sampling, self.results)
+        eased = ease_onto_plants(self.plan, self.log, self.sampling)  # (before the solutions are collected)
+        self.results.update(eased)
         source = self.plan.source
         if source is not None and not source.keys_mechanism:  # the rig's driven and hidden bones left unkeyed
             names = {name for channels in self.results.values() for name in channels}

@@ -13,19 +13,20 @@ from ...core.problem import goal_errors
 from ..pins.setup import preferred_pose
 
 
-def ease_onto_plants(plan, log, sampling, results: dict) -> None:
+def ease_onto_plants(plan, log, sampling) -> dict:
     """Before each fixed pin with a frame range (a plant) takes hold, its bone's chain eases
     onto the correction the plant's first frame needed, over ``motion_falloff`` frames
     (half a cosine), in joint space, as it eases off after the plant's end: the foot
     comes down onto its held place instead of jumping there. Joints that move a goal in
     force on a frame are left as solved there, so every pin holds as it did; a frame whose
     ease takes a point through a one-sided pin in force there (a floor, which steers no
-    joint: ``solve.asking``) is solved again from the eased pose (``_above``). The frames
-    changed are put into ``results`` (frame -> channels)."""
+    joint: ``solve.asking``) is solved again from the eased pose (``_above``). Returns the
+    frames changed (frame -> channels), made with the solutions of the current tree's frames
+    (``Solutions.channels_of``: call it before they are collected)."""
     settings, solved = plan.settings, log.solved
     falloff = plan.falloff
     if plan.edit is not None or falloff == 0:
-        return
+        return {}
     tree = sampling.tree
     changed: dict[int, np.ndarray] = {}
     for i in sorted(plan.fixed_goals, key=lambda k: settings.pins[k].frame_start):
@@ -54,9 +55,10 @@ def ease_onto_plants(plan, log, sampling, results: dict) -> None:
     for frame, q in changed.items():
         changed[frame] = _above(plan, log, sampling, frame, q, tree.layout)
     ours = tree.solutions.index.keys() & changed.keys()  # (the frames eased are this tree's, but for a rebuilt one)
-    results.update(tree.solutions.channels_of({frame: changed[frame] for frame in sorted(ours)}))
+    results = tree.solutions.channels_of({frame: changed[frame] for frame in sorted(ours)})
     for frame in sorted(changed.keys() - ours):
         results[frame] = sampling.at(frame).tree.model.channels(changed[frame])
+    return results
 
 
 def _above(plan, log, sampling, frame: int, q: np.ndarray, layout) -> np.ndarray:
