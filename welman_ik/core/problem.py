@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .goals import Goal
+from .range_check import all_inside
 from .ranges import SphericalRanges
 from .skeleton import Kinematics, Skeleton
 
@@ -71,7 +72,7 @@ class Problem:
         may move are changed by the ranges."""
         sk = self.skeleton
         q = sk.clamp(q)
-        if self.ranges is not None and self.ranges.size:
+        if self.ranges is not None and self.ranges.size and not all_inside(self.ranges, sk, q):
             q = sk.clamp(self.ranges.project(sk, q, self.movable()))
         return q
 

@@ -37,7 +37,7 @@ import weakref
 import numpy as np
 
 from ..problem import Problem
-from ..ranges import SphericalRanges
+from ..range_check import InsideTest, one_ball
 from .ccd_plan import sweep_plan
 from .pairs import Pairs
 
@@ -91,12 +91,15 @@ class Sweeps:
         sk, balls = self.skeleton, self.balls
         moved = False
         while pending < len(balls) and balls[pending][0] > upto:
+            _, ranges, inside = balls[pending]
+            pending += 1
+            if inside.inside(qs):  # (clearly inside: the projection would leave it as it is)
+                continue
             q = np.array(qs)
-            projected = balls[pending][1].project(sk, q, self.movable)
+            projected = ranges.project(sk, q, self.movable)
             if projected is not q and np.any(projected != q):
                 qs[:] = projected.tolist()
                 moved = True
-            pending += 1
         if not moved or not place:
             return pending, None
         now = sk.forward(np.array(qs))
@@ -261,10 +264,10 @@ def _short(goal: list, pts: list, tgs: list, turned: list, uns: list, uts: list,
 
 
 def ranged_balls(problem: Problem, order: np.ndarray) -> list:
-    """(first hinge, ranges of that ball joint alone) for each ranged ball joint with a hinge
-    in the sweep, the sweep's last-visited first (joints are visited in ``order``, from the
-    leaves to the root, so a ball's hinges are all passed once the sweep goes below its
-    lowest-numbered one)."""
+    """(first hinge, ranges of that ball joint alone, its quick inside test) for each ranged
+    ball joint with a hinge in the sweep, the sweep's last-visited first (joints are visited in
+    ``order``, from the leaves to the root, so a ball's hinges are all passed once the sweep
+    goes below its lowest-numbered one)."""
     ranges = problem.ranges
     if ranges is None or not ranges.size:
         return []
@@ -272,7 +275,6 @@ def ranged_balls(problem: Problem, order: np.ndarray) -> list:
     swept[order] = True
     out = []
     for b in np.flatnonzero(swept[ranges.joints].any(axis=1)):
-        one = SphericalRanges(ranges.joints[b:b + 1], ranges.swing_x[b:b + 1], ranges.swing_z[b:b + 1],
-                              ranges.twist[b:b + 1], ranges.roll[b:b + 1])
-        out.append((int(ranges.joints[b].min()), one))
+        one = one_ball(ranges, b)
+        out.append((int(ranges.joints[b].min()), one, InsideTest(one, problem.skeleton)))
     return sorted(out, key=lambda item: -item[0])
