@@ -199,7 +199,7 @@ class BalanceGoal(Goal):
             if not np.all(np.isfinite(self.target)):
                 raise ValueError("balance goal needs a finite target")
             self.support = None
-            self.polygon = None
+            self.polygon = self._edges = None
         else:
             self.target = None if target is None else np.asarray(target, dtype=float).reshape(3)
             self.support = np.asarray(support, dtype=float).reshape(-1, 3)
@@ -208,6 +208,10 @@ class BalanceGoal(Goal):
             flat = self.support @ self.basis
             self.hull = convex_hull_2d(flat)  # indices into support, counter-clockwise
             self.polygon = shrink(flat[self.hull], self.margin)  # (k, 2) in the plane's basis
+            # Each edge's start and direction in plain floats: the test that the centre of mass
+            # is over the polygon, asked at every evaluation (``_over``).
+            edges = np.roll(self.polygon, -1, axis=0) - self.polygon
+            self._edges = np.hstack([self.polygon, edges]).tolist() if len(self.polygon) >= 3 else None
             self.height = float(np.mean(self.support @ self.direction))  # where the polygon is drawn
         massive = np.flatnonzero(self.shares > 0.0)
         self._massive = massive
@@ -236,6 +240,8 @@ class BalanceGoal(Goal):
         if self.support is None:
             return points, c, self.project @ (self.target - c), self.project
         x = c @ self.basis
+        if self._over(x):
+            return points, c, np.zeros(3), None
         nearest, normal = nearest_in_polygon(self.polygon, x)
         gap = nearest - x
         if not np.any(gap):
@@ -244,6 +250,14 @@ class BalanceGoal(Goal):
             return points, c, self.basis @ gap, self.project
         n3 = self.basis @ normal
         return points, c, self.basis @ gap, np.outer(n3, n3)
+
+    def _over(self, x: np.ndarray) -> bool:
+        """Whether ``x`` (2,), in the plane's basis, is inside the polygon (k >= 3): on the
+        inner side of every edge, as ``nearest_in_polygon`` tests it, in floats."""
+        if self._edges is None:
+            return False
+        px, py = float(x[0]), float(x[1])
+        return all(ex * (py - sy) - ey * (px - sx) >= 0.0 for sx, sy, ex, ey in self._edges)
 
     def residual(self, kin: Kinematics) -> np.ndarray:
         return self._geometry(kin)[2]
