@@ -58,11 +58,8 @@ class Continuity:
             released = age_before == ACTIVE
             held = np.where(released, correction, held_before)
             age = np.where(released, 1, np.minimum(age_before + 1, RELEASED))
-            carried = np.where(moving, correction, 0.0)
-            idle = ~moving & (held != 0.0)  # joints easing off a correction
-            if idle.any():
-                carried[idle] = ease(age[idle], max(falloff, 0)) * held[idle]
             self._carrying = (correction, held, age, moving, max(falloff, 0))
+            carried = _carried(*self._carrying, 1)[0]
             # Easing out at the range's end: the carried correction shrinks with the goals.
             scale = min(1.0, share / self.weight_before) if self.weight_before > 1e-9 else share
             q_start = q0 + scale * carried
@@ -97,12 +94,23 @@ class Continuity:
         shares = np.asarray(shares, dtype=float)
         if self._carrying is None:
             return np.zeros((len(shares), self.state[0].size))
-        correction, held, age, moving, falloff = self._carrying
+        moving = self._carrying[3]
         before = np.concatenate([[self._weight_first], shares[:-1]])
         steps = np.where(before > 1e-9, np.minimum(1.0, shares / np.maximum(before, 1e-300)), shares)
-        out = np.where(moving, correction, 0.0) * np.cumprod(steps)[:, None]
-        idle = ~moving & (held != 0.0)
-        if idle.any():
-            ages = np.minimum(age[idle][None, :] + np.arange(len(shares))[:, None], RELEASED)
-            out[:, idle] = steps[:, None] * ease(ages, falloff) * held[idle]
-        return out
+        # (a moving joint's correction is the frame before's, scaled again; an easing one's, eased)
+        scales = np.where(moving[None, :], np.cumprod(steps)[:, None], steps[:, None])
+        return scales * _carried(*self._carrying, len(shares))
+
+
+def _carried(correction: np.ndarray, held: np.ndarray, age: np.ndarray, moving: np.ndarray, falloff: int,
+             count: int) -> np.ndarray:
+    """(count, n) the corrections carried onto a frame and the ``count`` - 1 after it with the
+    same joints ``moving``, before the range weights scale them: a moving joint keeps the last
+    frame's ``correction``, a joint whose pin ended (``held`` its correction then, ``age``
+    frames ago on the first) eases it off over ``falloff`` frames."""
+    out = np.repeat(np.where(moving, correction, 0.0)[None], count, axis=0)
+    idle = ~moving & (held != 0.0)  # joints easing off a correction
+    if idle.any():
+        ages = np.minimum(age[idle][None, :] + np.arange(count)[:, None], RELEASED)
+        out[:, idle] = ease(ages, falloff) * held[idle]
+    return out
