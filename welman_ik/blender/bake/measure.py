@@ -97,7 +97,7 @@ class BakeMeasure:
         tree = self.sampling.tree
         key = None
         if all(not fields and pin.kind in FIXED_KINDS for pin, fields, _ in entries):
-            key = (id(tree), tuple((pin.as_pointer(), priority) for pin, _, priority in entries))
+            key = (tree, tuple((pin.as_pointer(), priority) for pin, _, priority in entries))
             found = self._parts.get(key)
             if found is not None:
                 return found
