@@ -51,7 +51,19 @@ HERE = Path(__file__).resolve().parent
 if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
-from run_e2e import Checks, Exchange, Failure, X, blender_env, leak_note, log_problems, quit_cleanly, run_all, stop
+from run_e2e import (
+    Checks,
+    Exchange,
+    Failure,
+    StartFailure,
+    X,
+    blender_env,
+    leak_note,
+    log_problems,
+    quit_cleanly,
+    run_all,
+    stop,
+)
 
 ROOT = HERE.parents[1]
 MODES = ("cancel", "undo")
@@ -134,13 +146,7 @@ class Run:
                                             start_new_session=True, cwd=str(ROOT))
         self.ex = Exchange(self.workdir, self.blender, self.log_path)
 
-        wid = None
-        limit = time.time() + min(args.start_timeout, self.left())
-        while wid is None and time.time() < limit:
-            self.ex.check_alive()
-            wid = self.x.find_window()
-            if wid is None:
-                time.sleep(0.1)
+        wid = self.ex.wait_window(self.x, min(args.start_timeout, self.left()))
         self.timings["window_s"] = time.time() - self.started
         found = f"Blender window {wid} after {self.timings['window_s']:.1f} s"
         if not self.checks.add(wid is not None, "window", found):
@@ -374,6 +380,7 @@ def run_mode(mode: str, args, display: int, out_dir: Path) -> tuple[Checks, dict
         (run_cancel if mode == "cancel" else run_undo)(run)
     except Failure as error:
         run.checks.add(False, "run", str(error))
+        run.report["start_failed"] = isinstance(error, StartFailure)
     finally:
         run.close()
     return run.checks, run.report

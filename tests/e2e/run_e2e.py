@@ -78,6 +78,11 @@ class Failure(Exception):
     """The run cannot go on."""
 
 
+class StartFailure(Failure):
+    """Blender ended before its window opened: nothing of the add-on has run yet, so
+    ``run_all`` starts the mode once more (the message carries the end of Blender's output)."""
+
+
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--recipe-kind", default="POSE",
@@ -238,7 +243,23 @@ class Exchange:
         if fatal.exists():
             raise Failure("Blender side failed:\n" + json.loads(fatal.read_text())["traceback"])
         if not _alive(self.blender):
-            raise Failure(f"Blender exited ({self.blender.returncode}) early; see {self.log_path}")
+            raise Failure(f"Blender exited ({self.blender.returncode}) early; see {self.log_path}"
+                          + log_tail(self.log_path))
+
+    def wait_window(self, x: X, timeout: float):
+        """The Blender window's id once X shows it (None after ``timeout`` seconds);
+        StartFailure if Blender ends first."""
+        limit = time.time() + timeout
+        while time.time() < limit:
+            try:
+                self.check_alive()
+            except Failure as error:
+                raise StartFailure(str(error)) from None
+            wid = x.find_window()
+            if wid is not None:
+                return wid
+            time.sleep(0.1)
+        return None
 
     def wait_file(self, name: str, timeout: float, alive: bool = True) -> dict:
         path = self.workdir / name
@@ -312,6 +333,14 @@ def leak_note(log_path: Path) -> str:
     lines = log_path.read_text(errors="replace").splitlines() if log_path.exists() else []
     leaked = [line for line in lines if line.startswith(LEAKED)]
     return f"; {leaked[-1]}" if leaked else ""
+
+
+def log_tail(log_path: Path, lines: int = 20) -> str:
+    """The last ``lines`` lines of Blender's output, indented, to print with a failure."""
+    if not log_path.exists():
+        return ""
+    tail = log_path.read_text(errors="replace").splitlines()[-lines:]
+    return "".join(f"\n    | {line}" for line in tail)
 
 
 def log_problems(log_path: Path) -> tuple[list[str], list[str]]:
@@ -389,13 +418,7 @@ def run_mode(mode: str, args, display: int, out_dir: Path) -> tuple[Checks, dict
         ex = Exchange(workdir, blender, log_path)
 
         # The window.
-        wid = None
-        limit = time.time() + min(args.start_timeout, left())
-        while wid is None and time.time() < limit:
-            ex.check_alive()
-            wid = x.find_window()
-            if wid is None:
-                time.sleep(0.1)
+        wid = ex.wait_window(x, min(args.start_timeout, left()))
         timings["window_s"] = time.time() - started
         if not checks.add(wid is not None, "window", f"Blender window {wid} after {timings['window_s']:.1f} s"):
             raise Failure("no Blender window")
@@ -501,6 +524,7 @@ def run_mode(mode: str, args, display: int, out_dir: Path) -> tuple[Checks, dict
         blender_checks(mode, args, result, checks, report)
     except Failure as error:
         checks.add(False, "run", str(error))
+        report["start_failed"] = isinstance(error, StartFailure)
     finally:
         stop(blender, "Blender")
         tracebacks, errors = log_problems(log_path)
@@ -1092,6 +1116,9 @@ def main(argv=None) -> int:
     return run_all(parse_args(argv), run_mode, "e2e")
 
 
+START_ATTEMPTS = 2  # a Blender that ends before its window opens (the X server, the GL driver) starts again once
+
+
 def run_all(args, run_mode, label: str) -> int:
     """Check the tools, start Xvfb, run ``run_mode(mode, args, display, out_dir)`` for each
     of ``args.modes``, print the totals under ``label``; 0 when every check passed."""
@@ -1110,9 +1137,13 @@ def run_all(args, run_mode, label: str) -> int:
         xvfb, display = start_xvfb(args, out_dir)
         print(f"{label}: Xvfb :{display} {args.screen} up in {time.time() - t:.1f} s", flush=True)
         for mode in args.modes:
-            print(f"{label}: mode {mode}", flush=True)
-            checks, report = run_mode(mode, args, display, out_dir)
-            print("  timings: " + ", ".join(f"{k} {v:.1f}" for k, v in report["timings"].items()), flush=True)
+            for attempt in range(START_ATTEMPTS):
+                print(f"{label}: mode {mode}" + (f" (start {attempt + 1})" if attempt else ""), flush=True)
+                checks, report = run_mode(mode, args, display, out_dir)
+                print("  timings: " + ", ".join(f"{k} {v:.1f}" for k, v in report["timings"].items()), flush=True)
+                if not report.get("start_failed"):
+                    break
+                print(f"  note: Blender ended before its window opened; mode {mode} starts again", flush=True)
             totals.rows += checks.rows
     except Failure as error:
         totals.add(False, "setup", str(error))
