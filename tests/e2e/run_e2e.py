@@ -163,6 +163,15 @@ def free_display(start: int = 99) -> int:
     raise Failure("no free X display number")
 
 
+def _answers(display: int) -> bool:
+    """Whether the X server on ``display`` takes a client (Blender started before it does ends at once, exit 1)."""
+    try:
+        return subprocess.run(["xdotool", "getdisplaygeometry"], check=False, env={**os.environ, "DISPLAY": f":{display}"},
+                              capture_output=True, timeout=10).returncode == 0
+    except subprocess.TimeoutExpired:
+        return False
+
+
 def start_xvfb(args, log_dir: Path):
     for _attempt in range(5):
         n = args.display or free_display()
@@ -171,7 +180,7 @@ def start_xvfb(args, log_dir: Path):
                                     stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         deadline = time.time() + 15
         while time.time() < deadline and proc.poll() is None:
-            if os.path.exists(f"/tmp/.X11-unix/X{n}"):
+            if os.path.exists(f"/tmp/.X11-unix/X{n}") and _answers(n):
                 time.sleep(0.2)
                 if proc.poll() is None:
                     return proc, n
