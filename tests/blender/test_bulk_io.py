@@ -8,7 +8,7 @@ import bpy
 import numpy as np
 import pytest
 from conftest import channels
-from mathutils import Euler, Quaternion, Vector
+from mathutils import Euler, Matrix, Quaternion, Vector
 
 from welman_ik.blender.rig.channels import AXES, FEW_ROWS
 from welman_ik.blender.rig.evaluated import anchor_points
@@ -267,3 +267,29 @@ def test_reading_every_bone_at_once_gives_what_mathutils_gives_bone_by_bone(bare
                                    atol=1e-5, err_msg=pb.name)
         if pb.rotation_mode == wanted[i]:  # the channels themselves, exactly
             assert tuple(read[i]) == tuple(pb.rotation_euler)
+
+
+def test_ends_read_for_every_bone_at_once_are_bone_ends_bit_for_bit(bare_human):
+    """``EndsReader`` (every pose bone's head and tail in two ``foreach_get`` calls, the asked
+    bones picked out) reads exactly what ``bone_ends`` reads bone by bone, in any order and with
+    a bone asked twice, on a posed rig moved, turned and scaled in the world; the points
+    worked out from either reading are the same."""
+    from welman_ik.blender.rig.evaluated import EndsReader, bone_ends, points_at
+
+    model = RigModel(bare_human, ["hand.R"])
+    model.write(moved_q(model, 3.0))
+    bare_human.matrix_world = Matrix.LocRotScale(Vector((0.3, -1.2, 0.5)), Euler((0.2, -0.4, 1.1)),
+                                                 Vector((1.5, 1.5, 1.5)))
+    bpy.context.view_layer.update()
+    names = list(reversed(model.bones))
+    names.insert(3, names[0])
+    read = EndsReader(bare_human)
+    for bones in (names, names[:2], names[5:6]):
+        ends, world = read(bones)
+        expected_ends, expected_world = bone_ends(bare_human, bones)
+        assert ends.shape == (len(bones), 6)
+        assert ends.tolist() == [list(row) for row in expected_ends]
+        assert world == expected_world
+        anchors = np.linspace(0.0, 1.0, len(bones))
+        assert np.array_equal(points_at([(ends, world)], anchors), points_at([(expected_ends, expected_world)], anchors))
+    assert not np.allclose(read(names[:1])[0], read(names[1:2])[0])  # a real reading, bone by bone

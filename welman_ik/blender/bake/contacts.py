@@ -10,7 +10,7 @@ import numpy as np
 
 from ...core import anatomy, contacts
 from ..rig import targets
-from ..rig.evaluated import bone_ends, points_at
+from ..rig.evaluated import EndsReader, points_at
 
 HEEL, TOE = 0.0, 1.0  # a foot bone's head (the heel strikes) and tail (the ball pushes off)
 UP = 2  # the world's up axis: a clip's floor is level
@@ -72,11 +72,11 @@ def sample(scene, obj, points: list[Point], frames) -> dict:
     keys = list(dict.fromkeys(zip(bones, anchors)))
     names = [k[0] for k in keys]
     current = scene.frame_current
-    readings = []
+    readings, read = [], EndsReader(obj)
     try:
         for frame in frames:
             scene.frame_set(frame)
-            readings.append(bone_ends(obj, names))  # read raw, every frame's points worked out at once
+            readings.append(read(names))  # read raw, every frame's points worked out at once
     finally:
         scene.frame_set(current)
     points = points_at(readings, [k[1] for k in keys]) if readings else np.empty((0, len(keys), 3))

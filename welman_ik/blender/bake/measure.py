@@ -13,7 +13,7 @@ from ...core import SolveResult
 from ..pins import goals as shaped_goals
 from ..pins.figures import Figures, record
 from ..pins.goals import describe, pin_bones
-from ..rig.evaluated import GoalSet, Measured, bone_ends, measure, points_at
+from ..rig.evaluated import EndsReader, GoalSet, Measured, measure, points_at
 from ..rig.evaluated import slack as evaluated_slack
 from ..rig.units import length_text
 from .report import frame_ranges, list_misses
@@ -44,9 +44,10 @@ class BakeMeasure:
         scene, tolerance = self.plan.context.scene, self.plan.tolerance
         frames = sorted(self.log.positions)
         readings, shaped, shaped_own = {}, {}, {}
+        read = EndsReader(self.plan.obj)
         for frame in frames:
             scene.frame_set(frame)  # the action as written
-            readings[frame] = bone_ends(self.plan.obj, self.log.positions[frame][0])
+            readings[frame] = read(self.log.positions[frame][0])
             entries = self.log.shaped.get(frame, ([], None))[0]
             if entries:
                 shaped[frame] = self._shaped_measure(frame, entries, tolerance)

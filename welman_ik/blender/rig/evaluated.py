@@ -45,6 +45,30 @@ def bone_ends(obj, bones) -> tuple[list, list]:
     return [(*pb.head, *pb.tail) for pb in map(pose_bones.__getitem__, bones)], [row[:] for row in obj.matrix_world]
 
 
+class EndsReader:
+    """``bone_ends`` for a loop over frames: every pose bone's head and tail read raw with two
+    ``foreach_get`` calls (a few microseconds, against about two a bone one by one), the bones'
+    own picked out by index. The values are Blender's single-precision ones, as ``bone_ends``'."""
+
+    def __init__(self, obj):
+        self.obj = obj
+        self.index = {pb.name: i for i, pb in enumerate(obj.pose.bones)}
+        self._picks: dict[tuple, np.ndarray] = {}  # bones -> their heads' and tails' rows, head then tail
+
+    def __call__(self, bones) -> tuple[np.ndarray, list]:
+        count = len(self.index)
+        ends = np.empty(6 * count, dtype=np.float32)  # every head, then every tail
+        pose_bones = self.obj.pose.bones
+        pose_bones.foreach_get("head", ends[:3 * count])
+        pose_bones.foreach_get("tail", ends[3 * count:])
+        key = tuple(bones)
+        picked = self._picks.get(key)
+        if picked is None:
+            rows = [self.index[name] for name in key]
+            picked = self._picks[key] = np.ravel(np.column_stack((rows, np.add(rows, count)))).astype(np.intp)
+        return ends.reshape(-1, 3)[picked].reshape(-1, 6), [row[:] for row in self.obj.matrix_world]
+
+
 def points_at(readings: list, anchors) -> np.ndarray:
     """World positions (m, k, 3) of the points ``anchors`` (k,) along the bones of ``m``
     readings of the same k bones (``bone_ends``)."""
