@@ -13,7 +13,7 @@ from chains import random_tree
 
 from welman_ik.core import FloorGoal, OrientationGoal, PositionGoal, Problem, TogetherGoal, threads
 from welman_ik.core.problem import goal_errors
-from welman_ik.core.skeleton import subset
+from welman_ik.core.skeleton import level_order, subset
 from welman_ik.core.solvers import frames, sr_inverse
 from welman_ik.core.solvers.frames import FramesProblem, solve_frames
 
@@ -142,6 +142,24 @@ def test_the_tree_of_a_goals_joints_moves_them_as_the_whole_tree(seed):
     orphan = keep[sk.parent[keep] >= 0][-1:]
     with pytest.raises(ValueError):
         subset(sk, orphan)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_pass_numbers_its_tree_in_depth_order_and_moves_it_as_the_whole_tree(seed):
+    """The pass's tree of a goals' joints is numbered in the order the frames are worked out
+    level by level (no reordering per evaluation): every joint after its parent, and the
+    same frames, bit for bit, as the tree numbered in ascending order."""
+    _, sk, q0 = animated_tree(seed, prismatic=0.3)
+    ascending = np.flatnonzero(sk.ancestors[[sk.size - 1, sk.size - 3, sk.size // 2]].any(axis=0))
+    keep, tree = frames._subset(sk, ascending)
+    assert sorted(keep.tolist()) == ascending.tolist()
+    assert np.all(tree.parent < np.arange(tree.size))
+    assert np.array_equal(level_order(tree), np.arange(tree.size))
+    if not np.array_equal(keep, ascending):
+        assert not np.array_equal(level_order(subset(sk, ascending)), np.arange(ascending.size))
+    at = np.searchsorted(ascending, keep)
+    assert np.array_equal(tree.forward_frames(q0[:, keep]), subset(sk, ascending).forward_frames(q0[:, ascending])[:, at])
+    assert frames._subset(sk, ascending)[1] is tree  # kept for the runs that follow
 
 
 @pytest.mark.parametrize("seed", range(4))

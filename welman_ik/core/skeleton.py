@@ -280,8 +280,9 @@ class Skeleton:
 def _level_plan(sk: Skeleton) -> tuple:
     """(order, back, steps), once per skeleton: the joints by depth, each level's joints whose
     parent frame is the base, the identity (not inheriting) or a joint's next to each other in
-    that order; each joint's place in it; each level's three runs as slices (None where empty)
-    and the places of the third's parents."""
+    that order; each joint's place in it (both None where the joints are numbered so already,
+    ``level_order``); each level's three runs as slices (None where empty) and the places of
+    the third's parents."""
     plan = sk.__dict__.get("_by_level")
     if plan is None:
         parent, detached = sk.parent, np.zeros(sk.size, dtype=bool)
@@ -296,9 +297,17 @@ def _level_plan(sk: Skeleton) -> tuple:
                 slices.append(slice(len(order), len(order) + len(run)) if len(run) else None)
                 order += run.tolist()
             steps.append((*slices, back[parent[runs[2]]]))
-        plan = (np.array(order, dtype=np.intp), back, steps)
+        order = np.array(order, dtype=np.intp)
+        plan = (None, None, steps) if np.array_equal(order, np.arange(sk.size)) else (order, back, steps)
         object.__setattr__(sk, "_by_level", plan)
     return plan
+
+
+def level_order(sk: Skeleton) -> np.ndarray:
+    """The joints in the order ``frames_by_level`` works on them: a tree numbered so (``subset``
+    of the joints in this order) skips its two reorderings."""
+    order = _level_plan(sk)[0]
+    return np.arange(sk.size) if order is None else order
 
 
 def frames_by_level(sk: Skeleton, q: np.ndarray) -> np.ndarray:
@@ -308,7 +317,7 @@ def frames_by_level(sk: Skeleton, q: np.ndarray) -> np.ndarray:
     order (``_level_plan``), so each level reads and writes runs of the arrays, not scattered
     joints."""
     order, back, steps = _level_plan(sk)
-    local = sk._locals(q[:, order], order)
+    local = sk._locals(q) if order is None else sk._locals(q[:, order], order)
     frames = np.empty_like(local)
     for top, free, inner, parents in steps:
         if top is not None:
@@ -317,7 +326,7 @@ def frames_by_level(sk: Skeleton, q: np.ndarray) -> np.ndarray:
             frames[:, free] = local[:, free]
         if inner is not None:
             np.matmul(frames[:, parents], local[:, inner], out=frames[:, inner])
-    return frames[:, back]
+    return frames if back is None else frames[:, back]
 
 
 def subset(skeleton: Skeleton, keep: np.ndarray) -> Skeleton:

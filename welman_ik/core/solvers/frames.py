@@ -36,7 +36,7 @@ from functools import cached_property
 
 import numpy as np
 
-from ..skeleton import Skeleton, subset
+from ..skeleton import Skeleton, level_order, subset
 from ..threads import in_parallel, single_threaded, workers
 from .frames_rows import FrameRows, level_rows
 from .reference_weights import carried_weights
@@ -197,24 +197,27 @@ def _fields_of(result: FramesResult) -> tuple:
     return tuple(getattr(result, f.name) for f in fields(result))
 
 
-_SUBSETS: dict = {}  # (skeleton's id, the joints kept) -> (that skeleton, the tree of those joints)
+_SUBSETS: dict = {}  # (skeleton's id, the joints kept) -> (that skeleton, those joints in level order, their tree)
 _SUBSETS_LOCK = threading.Lock()
 
 
-def _subset(sk: Skeleton, keep: np.ndarray) -> Skeleton:
-    """``subset(sk, keep)``, kept for the last few skeletons: a bake solves its runs of frames
-    on one skeleton, each run on the same joints."""
+def _subset(sk: Skeleton, keep: np.ndarray) -> tuple[np.ndarray, Skeleton]:
+    """(``keep`` in depth order, ``subset(sk, keep)`` numbered in that order): the tree's
+    joints numbered as ``frames_by_level`` works on them (no reordering per evaluation),
+    kept for the last few skeletons: a bake solves its runs of frames on one skeleton, each
+    run on the same joints."""
     key = (id(sk), keep.tobytes())
     with _SUBSETS_LOCK:
         found = _SUBSETS.get(key)
     if found is not None and found[0] is sk:
-        return found[1]
+        return found[1:]
+    keep = keep[level_order(subset(sk, keep))]
     tree = subset(sk, keep)
     with _SUBSETS_LOCK:
         while len(_SUBSETS) >= 8:
             del _SUBSETS[next(iter(_SUBSETS))]
-        _SUBSETS[key] = (sk, tree)
-    return tree
+        _SUBSETS[key] = (sk, keep, tree)
+    return keep, tree
 
 
 def _solve_frames(problem: FramesProblem, start: np.ndarray) -> FramesResult:
@@ -226,13 +229,14 @@ def _solve_frames(problem: FramesProblem, start: np.ndarray) -> FramesResult:
     keep = _kept(problem)
     if keep.size == sk.size:
         return _solve(problem, q, sizes, col_base, ref_weight)
+    keep, tree = _subset(sk, keep)
     index = np.full(sk.size, -1, dtype=np.intp)
     index[keep] = np.arange(keep.size)
 
     def part(values):
         return None if values is None else np.asarray(values)[..., keep]
 
-    inner = replace(problem, skeleton=_subset(sk, keep), joints=index[problem.joints], reference=part(problem.reference),
+    inner = replace(problem, skeleton=tree, joints=index[problem.joints], reference=part(problem.reference),
                     active=part(problem.active), lower=part(problem.lower), upper=part(problem.upper),
                     joints_b=None if problem.joints_b is None else np.where(problem.joints_b >= 0,
                                                                             index[problem.joints_b], -1))
