@@ -77,3 +77,29 @@ def test_only_an_arm_is_placed() -> None:
     assert [list(g) for g in found] == [body.wrist, body.elbow, body.shoulder]
     for joint in (body.head[-1], body.trunk[-1], body.elbow[-1]):
         assert arm_groups(problem, limbs, joint) is None
+
+
+def test_what_the_tree_decides_is_kept_and_what_the_solve_decides_is_asked_each_time() -> None:
+    """The arm's joints are worked out once per tree, tiers and limbs, but whether it is placed
+    is the solve's: a shoulder held still, another goal riding on the arm or other tiers (a
+    trunk joint among the limbs) each leave it unplaced on the same tree, and a solve without
+    them places it again."""
+    from dataclasses import replace
+
+    from welman_ik.core import PositionGoal
+
+    body = Body()
+    problem = body.problem(body.shoulder_point())
+    limbs = body.tiers == 0
+    found = arm_groups(problem, limbs, body.hand[0])
+    assert [list(g) for g in found] == [body.wrist, body.elbow, body.shoulder]
+    held = np.ones(body.skeleton.size, dtype=bool)
+    held[body.shoulder[1]] = False
+    assert arm_groups(replace(problem, active=held), limbs, body.hand[0]) is None
+    riding = PositionGoal(body.elbow[-1], np.zeros(3), body.shoulder_point())
+    assert arm_groups(replace(problem, goals=[*problem.goals, riding]), limbs, body.hand[0]) is None
+    trunk_in_limbs = limbs.copy()
+    trunk_in_limbs[body.trunk] = True
+    assert arm_groups(problem, trunk_in_limbs, body.hand[0]) is None
+    again = arm_groups(problem, limbs, body.hand[0])
+    assert [list(g) for g in again] == [body.wrist, body.elbow, body.shoulder]

@@ -90,6 +90,38 @@ def arm_groups(problem: Problem, limbs: np.ndarray, joint: int) -> tuple[np.ndar
     sk = problem.skeleton
     if problem.tiers is None or not limbs[joint]:
         return None
+    arm = _arm_shape(sk, np.asarray(problem.tiers), np.asarray(limbs, dtype=bool), joint)
+    if arm is None:
+        return None
+    wrist, elbow, shoulder = arm
+    movable = problem.movable()
+    if not (movable[elbow].any() and movable[shoulder].all()):
+        return None
+    arm = np.concatenate([shoulder, elbow, wrist])
+    others = [g for g in problem.goals if g.weight > 0.0 and getattr(g, "joint", None) is not None
+              and int(np.asarray(g.joint).reshape(-1)[0]) != joint]
+    if any(sk.ancestors[np.asarray(g.joint).reshape(-1)][:, arm].any() for g in others):
+        return None  # another goal rides on the arm
+    if any(g is not None and int(np.asarray(getattr(g, "joint", [-1])).reshape(-1)[0]) == joint
+           and type(g) is not PositionGoal for g in problem.goals):
+        return None  # an orientation of the hand is asked for too
+    return wrist, elbow, shoulder
+
+
+def _arm_shape(sk: Skeleton, tiers: np.ndarray, limbs: np.ndarray, joint: int) -> tuple[np.ndarray, ...] | None:
+    """``arm_groups``' part that the tree alone decides (its structure, the tiers, the limbs):
+    worked out once per skeleton, tiers, limbs and joint (a drag asks it on every solve)."""
+    kept = sk.__dict__.get("_arm_shapes")
+    if kept is None:
+        kept = {}
+        object.__setattr__(sk, "_arm_shapes", kept)
+    key = (tiers.tobytes(), limbs.tobytes(), joint)
+    if key not in kept:
+        kept[key] = _find_arm(sk, tiers, limbs, joint)
+    return kept[key]
+
+
+def _find_arm(sk: Skeleton, tiers: np.ndarray, limbs: np.ndarray, joint: int) -> tuple[np.ndarray, ...] | None:
     chain = np.flatnonzero(sk.ancestors[joint] & limbs)  # parents first
     if chain.size == 0 or sk.prismatic[chain].any():
         return None
@@ -97,7 +129,6 @@ def arm_groups(problem: Problem, limbs: np.ndarray, joint: int) -> tuple[np.ndar
     if not np.array_equal(chain, np.flatnonzero(sk.ancestors[joint] & sk.ancestors[:, top])):
         return None  # the limb's joints are not one run down to the goal
     hangs = sk.parent[top]
-    tiers = np.asarray(problem.tiers)
     if hangs < 0 or tiers[hangs] == tiers[joint]:
         return None
     below = sk.ancestors[:, hangs].copy()
@@ -111,17 +142,10 @@ def arm_groups(problem: Problem, limbs: np.ndarray, joint: int) -> tuple[np.ndar
     if not 3 <= len(groups) <= 3 + GIRDLE or groups[-1][-1] != joint:
         return None
     wrist, elbow, shoulder = groups[-1], groups[-2], groups[-3]
-    movable = problem.movable()
-    if not (movable[elbow].any() and _ball(sk, shoulder) and movable[shoulder].all()):
+    if not _ball(sk, shoulder):
         return None
-    arm = np.concatenate([shoulder, elbow, wrist])
-    others = [g for g in problem.goals if g.weight > 0.0 and getattr(g, "joint", None) is not None
-              and int(np.asarray(g.joint).reshape(-1)[0]) != joint]
-    if any(sk.ancestors[np.asarray(g.joint).reshape(-1)][:, arm].any() for g in others):
-        return None  # another goal rides on the arm
-    if any(g is not None and int(np.asarray(getattr(g, "joint", [-1])).reshape(-1)[0]) == joint
-           and type(g) is not PositionGoal for g in problem.goals):
-        return None  # an orientation of the hand is asked for too
+    for group in (wrist, elbow, shoulder):
+        group.flags.writeable = False  # (kept and shared: ``_arm_shape``)
     return wrist, elbow, shoulder
 
 
