@@ -144,3 +144,68 @@ def test_a_new_armature_in_place_of_a_deleted_one_builds_its_own_tree():
     obj, rest = _fresh_human()
     assert bpy.ops.welman_ik.drag(bone=DRAGGED, target=tuple(rest + SECOND)) == {"FINISHED"}
     assert kept == _pose(obj)
+
+
+def _driven_by(obj, bone: str) -> None:
+    """forearm.R's Y turn driven by a variable reading ``bone``'s X rotation."""
+    curve = obj.pose.bones["forearm.R"].driver_add("rotation_quaternion", 1)
+    curve.driver.type = "SUM"
+    variable = curve.driver.variables.new()
+    variable.type = "TRANSFORMS"
+    target = variable.targets[0]
+    target.id, target.bone_target, target.transform_type = obj, bone, "ROT_X"
+
+
+def _constrained_to(obj, bone: str) -> None:
+    c = obj.pose.bones["forearm.R"].constraints.new("COPY_ROTATION")
+    c.target, c.subtarget, c.influence = obj, bone, 0.2
+
+
+# What a rig set up before the first drag has changed in its depths before the second: (set up, change).
+DEEP_CHANGES = {
+    "driver variable's bone": (lambda obj: _driven_by(obj, "spine.003"), lambda obj: setattr(
+        obj.animation_data.drivers[0].driver.variables[0].targets[0],
+        "bone_target", "spine.002")),
+    "driver variable's channel": (lambda obj: _driven_by(obj, "spine.003"), lambda obj: setattr(
+        obj.animation_data.drivers[0].driver.variables[0].targets[0], "transform_type", "ROT_Z")),
+    "constraint's bone": (lambda obj: _constrained_to(obj, "spine.003"),
+                          lambda obj: setattr(obj.pose.bones["forearm.R"].constraints[0], "subtarget", "spine.002")),
+    "constraint's influence": (lambda obj: _constrained_to(obj, "spine.003"),
+                               lambda obj: setattr(obj.pose.bones["forearm.R"].constraints[0], "influence", 0.6)),
+}
+
+
+@pytest.mark.parametrize("name", list(DEEP_CHANGES))
+def test_a_change_deep_in_a_driver_or_a_constraint_builds_the_tree_again(name):
+    """A driver's variable's target and a constraint's settings are read to their depth (the
+    fingerprint sees the change itself, not only the pose it drives): changed between two
+    scripted drags, the tree is built again, and the drag ends where a new tree ends."""
+    from welman_ik.blender.rig.fingerprint import fingerprint
+
+    set_up, change = DEEP_CHANGES[name]
+    results = []
+    for forget in (False, True):
+        obj, rest = _fresh_human()
+        set_up(obj)
+        assert bpy.ops.welman_ik.drag(bone=DRAGGED, target=tuple(rest + FIRST)) == {"FINISHED"}
+        before = fingerprint(obj)
+        change(obj)
+        assert fingerprint(obj) != before
+        if forget:
+            rig_model._MODELS.clear()
+        built = []
+        original = rig_model.RigModel.__init__
+
+        def counted(self, *args, _original=original, _built=built, **kwargs):
+            _built.append(1)
+            _original(self, *args, **kwargs)
+
+        rig_model.RigModel.__init__ = counted
+        try:
+            assert bpy.ops.welman_ik.drag(bone=DRAGGED, target=tuple(rest + SECOND)) == {"FINISHED"}
+        finally:
+            rig_model.RigModel.__init__ = original
+        results.append((_pose(obj), len(built)))
+    (kept, built), (fresh, _) = results
+    assert built == 1, f"{name}: the kept tree was used"
+    assert kept == fresh

@@ -98,15 +98,28 @@ def _bulk(collection, rna, skip=frozenset()) -> list:
     return out
 
 
+def _fields(struct) -> tuple[tuple[str, bool], ...]:
+    """(name, whether a collection) of each property of an RNA struct's type, once per type
+    and count of properties (an add-on may register more on it): walking ``bl_rna.properties``
+    is most of the cost of reading a constraint or a driver."""
+    properties = struct.bl_rna.properties
+    key = (type(struct), len(properties))
+    found = _FIELDS.get(key)
+    if found is None:
+        found = _FIELDS[key] = tuple((prop.identifier, prop.type == "COLLECTION") for prop in properties
+                                     if prop.identifier != "rna_type")
+    return found
+
+
+_FIELDS: dict = {}
+
+
 def _struct(struct, depth: int = 2) -> tuple:
     """Every property of one RNA struct; its collections item by item, ``depth`` deep (a
-    constraint's targets, a driver variable's targets)."""
+    constraint's targets, a driver's variables and their targets)."""
     values = []
-    for prop in struct.bl_rna.properties:
-        name = prop.identifier
-        if name == "rna_type":
-            continue
-        if prop.type == "COLLECTION":
+    for name, collection in _fields(struct):
+        if collection:
             if depth > 0:
                 values.append((name, tuple(_struct(item, depth - 1) for item in getattr(struct, name))))
         else:
@@ -134,8 +147,8 @@ def _animation(id_data) -> tuple:
     animation = getattr(id_data, "animation_data", None)
     if animation is None:
         return ()
-    drivers = tuple((_struct(fc.driver), fc.data_path, fc.array_index, fc.mute,
-                     tuple(_struct(v) for v in fc.driver.variables)) for fc in animation.drivers)
+    # (a driver's struct holds its variables and their targets)
+    drivers = tuple((_struct(fc.driver), fc.data_path, fc.array_index, fc.mute) for fc in animation.drivers)
     action = animation.action
     return (drivers, None if action is None else (action.as_pointer(), _curves(action)), animation.use_nla,
             len(animation.nla_tracks))
