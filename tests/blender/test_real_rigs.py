@@ -59,6 +59,19 @@ def test_rigify_controls_land(rigify, bone, offset, anchor):
     check_landed(rigify, bone, target, anchor)
 
 
+@pytest.mark.parametrize("solver", ["CCD", "SR_INVERSE", "QUASI_NEWTON", "JACOBIAN_TRANSPOSE"])
+def test_rigify_far_reach_lands_under_every_solver(rigify, solver):
+    """The FK hand reaching far across and up, past the arm's length, the feet held: the trunk
+    bends through Rigify's spine controls, whose turn reaches the arm only in part (a Copy
+    Transforms of the chest at half influence), so the evaluated hand misses where the model's
+    holds and the drag corrects. Under every solver it lands in the evaluated pose (CCD's
+    correcting rounds are small least-norm steps from the pose it found)."""
+    rigify.welman_ik.solver = solver
+    target = world_point(rigify, "hand_fk.R") + np.array([0.3, -0.6, 0.4])
+    assert drag("hand_fk.R", target) == {"FINISHED"}
+    check_landed(rigify, "hand_fk.R", target, 1.0)
+
+
 def test_rigify_fk_arm_in_fk_mode(rigify):
     """With the arm switched to FK (Rigify's IK_FK property), the FK hand control drags the
     arm and the deforming hand follows it; the IK chain bones are then refused as before."""

@@ -82,6 +82,12 @@ def drag_pins(obj, settings, bone: str, anchor: float, pins: list[tuple] | None)
 
 CLOSE_ROUNDS = 12  # evaluate-and-correct rounds of a scripted drag or a confirm
 CORRECTION_TOLERANCE = 0.1  # of the setting: how closely a correcting round solves the model
+# A correcting round moves the model's targets by the evaluated gap and solves again from the
+# pose found: the loop converges when the pose changes by small least-norm steps. CCD turns
+# each joint all the way in turn and may swing the chain anew for a small gap (behind a
+# constraint that passes a joint's turn on in part, the loop then stalls centimetres off):
+# its correcting rounds are the SR inverse's, from the pose CCD found.
+CORRECTING = {"CCD": "SR_INVERSE"}
 APPROACH_STEP = 0.02  # of the armature's size: the longest stride of a scripted drag's approach
 
 
@@ -192,13 +198,14 @@ class DragSolver:
               prefer: bool = True) -> Figures:
         """Solve the model for a new drag target (the figures are the model's until ``apply``);
         ``tolerance``: the model's own, when it must be tighter than the setting; ``prefer``:
-        with the preferred pose (a correcting round goes without it: its small least-norm
-        steps keep the loop's secant estimate valid)."""
+        with the preferred pose (a correcting round goes without it, and by ``CORRECTING``'s
+        solver: its small least-norm steps keep the loop's secant estimate valid)."""
         self.goals.targets[-1] = check_goal_point("The drag target", target, self.reach)
         for goal, model_target in zip(self.pin_goals + [self.drag_goal], self.goals.model_targets):
             goal.target = model_target
         started = time.perf_counter()
-        result = SOLVERS[self.settings.solver](self.problem(time_budget, tolerance, prefer), self.q)
+        solver = self.settings.solver if prefer else CORRECTING.get(self.settings.solver, self.settings.solver)
+        result = SOLVERS[solver](self.problem(time_budget, tolerance, prefer), self.q)
         ms = 1000.0 * (time.perf_counter() - started)
         if not np.all(np.isfinite(result.q)):
             raise RigError("The solver failed (non-finite result); the pose is unchanged")
