@@ -160,6 +160,45 @@ def nearest_in_polygon(polygon: np.ndarray, x: np.ndarray) -> tuple[np.ndarray, 
     return candidates[best], None
 
 
+KEPT_SHAPES = 32  # support polygons kept: a run of scripted drags stands on the same feet call after call
+_SHAPES: dict = {}
+_PLANES: dict = {}
+
+
+def _plane(direction: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(the projection onto the plane perpendicular to unit ``direction`` (3, 3), its basis
+    (3, 2), ``plane_basis``), read-only and kept per direction."""
+    key = direction.tobytes()
+    found = _PLANES.get(key)
+    if found is None:
+        project, basis = np.eye(3) - np.outer(direction, direction), plane_basis(direction)
+        project.flags.writeable = basis.flags.writeable = False
+        if len(_PLANES) >= KEPT_SHAPES:
+            _PLANES.clear()
+        found = _PLANES[key] = (project, basis)
+    return found
+
+
+def _support_shape(support: np.ndarray, direction: np.ndarray, basis: np.ndarray, margin: float) -> tuple:
+    """(the hull's corners, the polygon shrunk by ``margin`` in ``basis``, its edges as plain
+    floats or None, its height along ``direction``) of the world points ``support``: worked
+    out once for the same points (a drag's feet), the arrays read-only."""
+    key = (support.tobytes(), direction.tobytes(), margin)
+    found = _SHAPES.get(key)
+    if found is None:
+        flat = support @ basis
+        hull = convex_hull_2d(flat)
+        polygon = shrink(flat[hull], margin)
+        edges = np.roll(polygon, -1, axis=0) - polygon
+        hull.flags.writeable = polygon.flags.writeable = False
+        found = (hull, polygon, np.hstack([polygon, edges]).tolist() if len(polygon) >= 3 else None,
+                 float(np.mean(support @ direction)))
+        while len(_SHAPES) >= KEPT_SHAPES:
+            del _SHAPES[next(iter(_SHAPES))]
+        _SHAPES[key] = found
+    return found
+
+
 class BalanceGoal(Goal):
     """The centre of mass of segments (points ``locals`` (m, 3) [m] in the frames of ``joints``
     (m,), with ``masses`` (m,), any unit) should be over world ``target`` [m] along the
@@ -187,8 +226,7 @@ class BalanceGoal(Goal):
         if not np.isfinite(size) or size < 1e-12:
             raise ValueError("balance goal needs a finite, non-zero vertical direction")
         self.direction = direction / size
-        self.project = np.eye(3) - np.outer(self.direction, self.direction)
-        self.basis = plane_basis(self.direction)  # (3, 2)
+        self.project, self.basis = _plane(self.direction)  # (3, 3) onto the plane, (3, 2) its basis
         if not (np.isfinite(margin) and margin >= 0.0):
             raise ValueError(f"balance goal needs a finite margin >= 0, got {margin}")
         self.margin = float(margin)
@@ -205,14 +243,10 @@ class BalanceGoal(Goal):
             self.support = np.asarray(support, dtype=float).reshape(-1, 3)
             if not len(self.support) or not np.all(np.isfinite(self.support)):
                 raise ValueError("balance goal needs finite support points")
-            flat = self.support @ self.basis
-            self.hull = convex_hull_2d(flat)  # indices into support, counter-clockwise
-            self.polygon = shrink(flat[self.hull], self.margin)  # (k, 2) in the plane's basis
-            # Each edge's start and direction in plain floats: the test that the centre of mass
-            # is over the polygon, asked at every evaluation (``_over``).
-            edges = np.roll(self.polygon, -1, axis=0) - self.polygon
-            self._edges = np.hstack([self.polygon, edges]).tolist() if len(self.polygon) >= 3 else None
-            self.height = float(np.mean(self.support @ self.direction))  # where the polygon is drawn
+            # the hull's corners (indices into support, counter-clockwise), the polygon (k, 2)
+            # in the plane's basis, its edges in plain floats (``_over``), its height
+            self.hull, self.polygon, self._edges, self.height = _support_shape(self.support, self.direction,
+                                                                               self.basis, self.margin)
         massive = np.flatnonzero(self.shares > 0.0)
         self._massive = massive
         self._spread = float(np.sum(self.shares**2))  # s = sum mu_i^2
