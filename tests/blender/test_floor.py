@@ -100,3 +100,57 @@ def test_a_floor_pin_at_one_anchor_keeps_the_other_ends(bare_human):
         for anchor in (0.0, 1.0, 1.0):
             assert bpy.ops.welman_ik.pin(kind="FLOOR", anchor=anchor) == {"FINISHED"}
     assert sorted(p.anchor for p in obj.welman_ik.pins) == [0.0, 1.0]
+
+
+def test_a_bakes_floor_figures_measured_all_at_once_are_each_frames_own(bare_human):
+    """The bake measures its floor pins on every frame at once (``FloorFrames``: each frame's
+    pose matrices read raw, the depths worked out together): the armature turned and scaled
+    in the world, the feet sinking through the floor on some frames, each frame's figures are
+    those of the frame-by-frame measure to the last bit, and the largest reported is how far
+    the lowest foot point is below the floor in the evaluated pose."""
+    from mathutils import Euler, Matrix, Vector
+
+    from welman_ik.blender.bake import measure
+
+    obj = bare_human
+    obj.matrix_world = Matrix.LocRotScale(Vector((0.1, -0.2, 0.0)), Euler((0.0, 0.0, 0.5)), Vector((1.1, 1.1, 1.1)))
+    spine = obj.pose.bones["spine"]
+    spine.keyframe_insert("location", frame=1)
+    spine.location = (0.0, -0.2, 0.0)
+    spine.keyframe_insert("location", frame=10)
+    floor_pins(obj)
+    obj.welman_ik.pins[0].weight = 0.0  # (informative: measured, never counted)
+    compared = []
+    original = measure.BakeMeasure.frames
+
+    def both(self):
+        together = original(self)
+        key, measure.BakeMeasure._floors_key = measure.BakeMeasure._floors_key, lambda self, entries: None
+        try:
+            alone = original(self)
+        finally:
+            measure.BakeMeasure._floors_key = key
+        compared.append((together, alone))
+        return together
+
+    measure.BakeMeasure.frames = both
+    try:
+        with scenes.quiet():
+            assert bpy.ops.welman_ik.bake(frame_start=1, frame_end=10) == {"FINISHED"}
+    finally:
+        measure.BakeMeasure.frames = original
+    together, alone = compared[-1]
+    assert sorted(together) == list(range(1, 11))
+    assert max(float(m.errors.max()) for m in together.values()) > 0.01  # (the informative pin's depth)
+    for frame in together:
+        assert together[frame].errors.tolist() == alone[frame].errors.tolist(), frame
+        assert together[frame].met.tolist() == alone[frame].met.tolist(), frame
+        assert together[frame].counted.tolist() == alone[frame].counted.tolist(), frame
+    informative = (obj.welman_ik.pins[0].bone, obj.welman_ik.pins[0].anchor)
+    depth, free = [], []
+    for frame in range(1, 11):
+        bpy.context.scene.frame_set(frame)
+        depth += [-float(world_point(obj, bone, anchor)[2]) for bone, anchor in FEET if (bone, anchor) != informative]
+        free.append(-float(world_point(obj, *informative)[2]))
+    assert max(free) > 0.01  # the informative pin's point, not held, goes through the floor
+    assert obj.welman_ik.last_solve.max_pin_error == pytest.approx(max(0.0, *depth), abs=1e-6)

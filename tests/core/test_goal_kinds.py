@@ -127,6 +127,12 @@ def test_floor_is_idle_above_and_holds_below(seed):
     np.testing.assert_allclose(e, np.concatenate([above.residual(kin), below.residual(kin)]))
     np.testing.assert_allclose(j, np.vstack([above.jacobian(kin), below.jacobian(kin)]))
     np.testing.assert_allclose(FloorGoal.errors([above, below], kin), [0.0, 0.2])
+    # The same errors from the points themselves, many frames' at once (a bake's measure).
+    both = np.stack([points[0], points[0]])
+    np.testing.assert_allclose(FloorGoal.point_errors([above, below], both), [0.0, 0.2], atol=1e-12)
+    frames = both[None] + np.array([0.0, 0.1, 0.3])[:, None, None] * normal  # raised along the normal
+    np.testing.assert_allclose(FloorGoal.point_errors([above, below], frames), [[0.0, 0.2], [0.0, 0.1], [0.0, 0.0]],
+                               atol=1e-12)
     for bad in ((0, 0, 0), (np.nan, 0, 1)):
         with pytest.raises(ValueError):
             FloorGoal(joint, local, point, bad)

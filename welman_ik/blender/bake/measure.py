@@ -16,6 +16,7 @@ from ..pins.goals import describe, pin_bones
 from ..rig.evaluated import EndsReader, GoalSet, Measured, measure, points_at
 from ..rig.evaluated import slack as evaluated_slack
 from ..rig.units import length_text
+from .measure_floors import FloorFrames
 from .report import frame_ranges, list_misses
 from .tree import FIXED_KINDS
 
@@ -45,15 +46,25 @@ class BakeMeasure:
         frames = sorted(self.log.positions)
         readings, shaped, shaped_own = {}, {}, {}
         read = EndsReader(self.plan.obj)
+        floors: dict[tuple, FloorFrames] = {}  # the frames whose other kinds' pins are all floor pins, by pins
         for frame in frames:
             scene.frame_set(frame)  # the action as written
             readings[frame] = read(self.log.positions[frame][0])
             entries = self.log.shaped.get(frame, ([], None))[0]
             if entries:
-                shaped[frame] = self._shaped_measure(frame, entries, tolerance)
+                key = self._floors_key(entries)
+                if key is None:
+                    shaped[frame] = self._shaped_measure(frame, entries, tolerance)
+                else:
+                    if key not in floors:
+                        floors[key] = FloorFrames(self.plan.obj, self.sampling.tree.model, self._base_kinematics(),
+                                                  self._shaped_parts(frame, entries, tolerance))
+                    floors[key].read(frame, readings[frame][1])
             own_entries = self.log.eased[frame][1] if frame in self.log.eased else []
             if own_entries:
                 shaped_own[frame] = self._shaped_measure(frame, own_entries, tolerance)
+        for group in floors.values():
+            shaped.update(group.measured())
         groups: dict[tuple, list[int]] = {}
         for frame in frames:
             bones, anchors, _, weights, _ = self.log.positions[frame]
@@ -85,11 +96,24 @@ class BakeMeasure:
         """The other kinds' pins of ``frame`` (``entries``) measured on the evaluated pose."""
         model = self.sampling.tree.model
         built, names, allowed, counted = self._shaped_parts(frame, entries, tolerance)
-        if self._base is None or self._base[0] is not model or not np.array_equal(self._base[1], model.q0):
-            self._base = (model, model.q0.copy(), model.skeleton.forward(model.q0))  # the same on every frame
-        kin = shaped_goals.evaluated_kinematics(self.plan.obj, model, model.q0, names, self._base[2])
+        kin = shaped_goals.evaluated_kinematics(self.plan.obj, model, model.q0, names, self._base_kinematics())
         errors = shaped_goals.goal_errors(built, kin)
         return Measured(errors, errors <= allowed, counted)
+
+    def _base_kinematics(self):
+        """The model's kinematics at its start: the frames the other kinds' pins are measured
+        on where Blender's are not read (the same on every frame)."""
+        model = self.sampling.tree.model
+        if self._base is None or self._base[0] is not model or not np.array_equal(self._base[1], model.q0):
+            self._base = (model, model.q0.copy(), model.skeleton.forward(model.q0))
+        return self._base[2]
+
+    def _floors_key(self, entries: list) -> tuple | None:
+        """What groups frames whose other kinds' pins are all floor pins that hold where they
+        say (measured on all frames at once, ``FloorFrames``); None for any other pins."""
+        if not all(pin.kind == "FLOOR" and not fields for pin, fields, _ in entries):
+            return None
+        return (self.sampling.tree, tuple((pin.as_pointer(), priority) for pin, _, priority in entries))
 
     def _shaped_parts(self, frame: int, entries: list, tolerance: float) -> tuple:
         """(goals, the bones they are measured on, each goal's allowed error, whether each

@@ -65,6 +65,14 @@ class FloorGoal(Goal):
         """How far each point is below its plane (0 on or above it): (k,)."""
         return np.maximum(cls._geometry(goals, kin)[3], 0.0)
 
+    @staticmethod
+    def point_errors(goals: list[FloorGoal], points: np.ndarray) -> np.ndarray:
+        """``errors`` of the goals' points wherever they are: ``points`` (..., k, 3), each goal's
+        point (many frames' at once) -> (..., k)."""
+        normals = np.vstack([g.normal for g in goals])
+        depth = np.einsum("ki,...ki->...k", normals, np.vstack([g.origin for g in goals]) - points)
+        return np.maximum(depth, 0.0)
+
     def residual(self, kin: Kinematics) -> np.ndarray:
         return self.stack([self], kin)[0]
 
