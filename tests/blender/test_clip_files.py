@@ -9,6 +9,7 @@ measured on the written file's evaluated pose against the report's figures."""
 
 from __future__ import annotations
 
+import math
 import re
 import shutil
 from pathlib import Path
@@ -186,3 +187,43 @@ def test_the_report_is_the_file(cleaned, name):
         assert drift <= HELD_MM and off <= HELD_MM, (plant, drift, off)
     assert entry["slide_after_mm"] == max(p["slide_after_mm"] for p in entry["plants"])
     assert entry["max_pin_error_mm"] == max(p["pin_error_mm"] for p in entry["plants"]) <= HELD_MM
+
+
+@pytest.mark.parametrize("name", ["mocapbank_clip.bvh", "mixamo_clip.bvh", "pymo_walk.bvh"])
+@pytest.mark.parametrize("unit", [1.0, 0.01, 0.0254, 0.001])
+def test_the_unit_is_guessed_from_the_skeleton_the_importer_builds(tmp_path, name, unit):
+    """Without ``--scale`` the clip's unit is guessed from its rest skeleton's size, read by the
+    importer's own reader (the armature built once, at the unit found): the points are the
+    heads and tails of the armature the importer builds from the file, every clip in any unit
+    gets the unit an import measured would give, and a file the reader cannot read goes the
+    importer's way, which says why."""
+    import bvh_variants
+
+    from welman_ik.cleanup.clips import BVH_UNITS, PERSON, ClipError, import_bvh, rest_points
+
+    path = tmp_path / name
+    bvh_variants.write_variant(FIXTURES / name, path, rest="tpose", scale=unit, frames=slice(0, 5))
+    scenes.empty_scene()
+    addon_utils.enable("io_anim_bvh", default_set=True)
+    points = rest_points(path)
+    assert bpy.ops.import_anim.bvh(filepath=str(path), global_scale=1.0) == {"FINISHED"}
+    from welman_ik.blender.rig.body import rest_ends
+
+    built = rest_ends(bpy.context.object).reshape(-1, 3)
+    assert points.shape == built.shape
+    # (the armature turns the file's Y-up onto Blender's Z-up: the same extents, axes swapped)
+    np.testing.assert_allclose(np.sort(np.ptp(points, axis=0)), np.sort(np.ptp(built, axis=0)), rtol=1e-5)
+    np.testing.assert_allclose(np.linalg.norm(points[1::2] - points[::2], axis=1),
+                               np.linalg.norm(built[1::2] - built[::2], axis=1), rtol=1e-5, atol=1e-9)
+    size = float(np.ptp(built, axis=0).max())
+    expected = min(BVH_UNITS.values(), key=lambda s: abs(math.log(s * size / PERSON)))
+    scenes.empty_scene()
+    obj, scale = import_bvh(path, None)
+    assert scale == expected
+    assert [o for o in bpy.context.scene.objects if o.type == "ARMATURE"] == [obj]  # built once
+    bad = tmp_path / "bad.bvh"
+    bad.write_text("HIERARCHY\nROOT Hips\n{\n  OFFSET 0 0 x\n}\nMOTION\n")
+    assert rest_points(bad) is None
+    scenes.empty_scene()
+    with pytest.raises(ClipError):
+        import_bvh(bad, None)

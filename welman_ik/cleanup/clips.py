@@ -144,23 +144,40 @@ def armatures() -> list:
     return [o for o in bpy.context.scene.objects if o.type == "ARMATURE"]
 
 
+def rest_points(path: Path) -> np.ndarray | None:
+    """The heads and tails (k, 3) in file units of the bones Blender's BVH importer builds from
+    the file, in its rest pose, from the importer's own reader (``io_anim_bvh.import_bvh.read_bvh``)
+    without building the armature and its animation; None where that reader is not there or
+    cannot read the file (the importer itself then reports why)."""
+    try:
+        from io_anim_bvh.import_bvh import read_bvh
+
+        nodes = read_bvh(bpy.context, str(path), global_scale=1.0)[0]
+        return np.array([(*node.rest_head_world, *node.rest_tail_world) for node in nodes.values()],
+                        dtype=float).reshape(-1, 3)
+    except (ImportError, AttributeError, TypeError, ValueError, IndexError, KeyError, OSError):
+        return None
+
+
 def import_bvh(path: Path, scale: float | None) -> tuple[object, float]:
     """The BVH clip's armature and the scale (metres per file unit) it was imported with:
     ``scale``, or the unit of ``BVH_UNITS`` that makes the skeleton a person's size."""
     check_bvh(path)
     if scale is None:
-        call(bpy.ops.import_anim.bvh, f"could not read {path.name} as BVH", filepath=str(path), global_scale=1.0)
-        found = armatures()
-        if not found:
-            raise ClipError(f"could not read {path.name} as BVH: no skeleton in it")
-        from ..blender.rig.body import rest_ends
+        points = rest_points(path)
+        if points is None:  # (the importer's reader could not: its import says why)
+            call(bpy.ops.import_anim.bvh, f"could not read {path.name} as BVH", filepath=str(path), global_scale=1.0)
+            found = armatures()
+            if not found:
+                raise ClipError(f"could not read {path.name} as BVH: no skeleton in it")
+            from ..blender.rig.body import rest_ends
 
-        points = rest_ends(found[0]).reshape(-1, 3)
+            points = rest_ends(found[0]).reshape(-1, 3)
+            fresh_scene()
         size = float(np.ptp(points, axis=0).max()) if len(points) else 0.0
         if not math.isfinite(size) or size <= 0.0:
             raise ClipError(f"{path.name}: the skeleton has no size; give its unit with --scale")
         scale = min(BVH_UNITS.values(), key=lambda s: abs(math.log(s * size / PERSON)))
-        fresh_scene()
     call(bpy.ops.import_anim.bvh, f"could not read {path.name} as BVH", filepath=str(path), global_scale=scale,
           update_scene_fps=True, update_scene_duration=True)
     found = armatures()
