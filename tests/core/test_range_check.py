@@ -82,3 +82,25 @@ def test_a_half_turn_swing_is_left_to_the_projection():
     q = np.zeros(sk.size)
     q[1] = np.pi  # about X by half a turn: Y upside down, the twist undefined
     assert not InsideTest(ranges, sk).inside(q.tolist())
+
+
+def test_the_stages_skeletons_share_their_tests_and_other_axes_get_their_own():
+    """A solve's stages ask on the same tree with other mobilities (stiff wrists): the tests,
+    which read only the ranged joints' axes, are made once for them; a tree whose hinges turn
+    about other axes gets its own, and answers by them."""
+    from dataclasses import replace
+
+    from welman_ik.core import range_check
+
+    sk = ball((0, 1, 2))
+    ranges = SphericalRanges(joints=[[1, 2, 3]], swing_x=[(-0.3, 0.6)], swing_z=[(-0.2, 0.4)], twist=[(-0.1, 0.2)],
+                             roll=[0.0])
+    q = np.zeros(sk.size)
+    q[1] = 0.5  # about X: inside (up to 0.6)
+    stiff = replace(sk, mobility=np.array([0.0, 1.0, 0.1, 1.0, 1.0]))
+    assert all_inside(ranges, sk, q) and all_inside(ranges, stiff, q)
+    assert len(range_check._TESTS[ranges]) == 1  # one set of tests for both
+    other = ball((2, 1, 0))  # the first hinge now turns about Z: 0.5 is past swing Z's 0.4
+    assert not all_inside(ranges, other, q)
+    assert len(range_check._TESTS[ranges]) == 2
+    assert all_inside(ranges, sk, q)

@@ -82,18 +82,26 @@ class InsideTest:
         return x <= 1.0 and abs(vz) - az * math.sqrt(1.0 - x * x) <= SLACK
 
 
-_TESTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # ranges -> (skeleton, each ball's test)
+# ranges -> {the ranged joints' axes: each ball's test}: a test reads nothing else of the skeleton,
+# so the skeletons of one solve's stages (the same tree with other mobilities) share theirs
+_TESTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+KEPT_AXES = 4  # the skeletons' axes kept per ranges
 
 
 def all_inside(ranges: SphericalRanges, skeleton: Skeleton, q) -> bool:
     """Whether every ball joint of ``ranges`` is inside its range at joint values ``q`` as
     ``InsideTest`` answers it (``project`` would leave ``q`` as it is)."""
-    found = _TESTS.get(ranges)
-    if found is None or found[0]() is not skeleton:
-        tests = [InsideTest(one_ball(ranges, b), skeleton) for b in range(ranges.size)]
-        found = _TESTS[ranges] = (weakref.ref(skeleton), tests)
+    kept = _TESTS.get(ranges)
+    if kept is None:
+        kept = _TESTS[ranges] = {}
+    axes = skeleton.axis[ranges.joints].tobytes()
+    tests = kept.get(axes)
+    if tests is None:
+        if len(kept) >= KEPT_AXES:
+            kept.clear()
+        tests = kept[axes] = [InsideTest(one_ball(ranges, b), skeleton) for b in range(ranges.size)]
     values = q.tolist() if isinstance(q, np.ndarray) else q
-    return all(test.inside(values) for test in found[1])
+    return all(test.inside(values) for test in tests)
 
 
 def one_ball(ranges: SphericalRanges, b: int) -> SphericalRanges:
