@@ -110,7 +110,7 @@ def test_a_bakes_floor_figures_measured_all_at_once_are_each_frames_own(bare_hum
     the lowest foot point is below the floor in the evaluated pose."""
     from mathutils import Euler, Matrix, Vector
 
-    from welman_ik.blender.bake import measure
+    from welman_ik.blender.bake import measure, measure_shaped
 
     obj = bare_human
     obj.matrix_world = Matrix.LocRotScale(Vector((0.1, -0.2, 0.0)), Euler((0.0, 0.0, 0.5)), Vector((1.1, 1.1, 1.1)))
@@ -125,11 +125,11 @@ def test_a_bakes_floor_figures_measured_all_at_once_are_each_frames_own(bare_hum
 
     def both(self):
         together = original(self)
-        key, measure.BakeMeasure._floors_key = measure.BakeMeasure._floors_key, lambda self, entries: None
+        key, measure_shaped.ShapedMeasure.floors_key = measure_shaped.ShapedMeasure.floors_key, lambda self, e: None
         try:
             alone = original(self)
         finally:
-            measure.BakeMeasure._floors_key = key
+            measure_shaped.ShapedMeasure.floors_key = key
         compared.append((together, alone))
         return together
 

@@ -10,15 +10,12 @@ import time
 import numpy as np
 
 from ...core import SolveResult
-from ..pins import goals as shaped_goals
 from ..pins.figures import Figures, record
-from ..pins.goals import describe, pin_bones
+from ..pins.goals import describe
 from ..rig.evaluated import EndsReader, GoalSet, Measured, measure, points_at
-from ..rig.evaluated import slack as evaluated_slack
 from ..rig.units import length_text
-from .measure_floors import FloorFrames
+from .measure_shaped import FloorFrames, ShapedMeasure
 from .report import frame_ranges, list_misses
-from .tree import FIXED_KINDS
 
 
 class BakeMeasure:
@@ -35,8 +32,7 @@ class BakeMeasure:
         # Every frame on which a goal missed its own place: (frame, goal, miss, goals missed,
         # miss against the goal asked for, whether that goal was eased).
         self.misses: list[tuple] = []
-        self._base = None  # (the model, its start, its kinematics there): what the other kinds' pins are measured on
-        self._parts: dict[tuple, tuple] = {}  # the other kinds' pins that hold where they say: ``_shaped_parts``
+        self.shaped = ShapedMeasure(plan, log, sampling)  # the other kinds' pins
 
     def frames(self) -> dict[int, Measured]:
         """Each baked frame's goals measured on the pose Blender evaluates from the written
@@ -52,17 +48,16 @@ class BakeMeasure:
             readings[frame] = read(self.log.positions[frame][0])
             entries = self.log.shaped.get(frame, ([], None))[0]
             if entries:
-                key = self._floors_key(entries)
+                key = self.shaped.floors_key(entries)
                 if key is None:
-                    shaped[frame] = self._shaped_measure(frame, entries, tolerance)
+                    shaped[frame] = self.shaped.measure(frame, entries, tolerance)
                 else:
                     if key not in floors:
-                        floors[key] = FloorFrames(self.plan.obj, self.sampling.tree.model, self._base_kinematics(),
-                                                  self._shaped_parts(frame, entries, tolerance))
+                        floors[key] = self.shaped.floor_frames(frame, entries, tolerance)
                     floors[key].read(frame, readings[frame][1])
             own_entries = self.log.eased[frame][1] if frame in self.log.eased else []
             if own_entries:
-                shaped_own[frame] = self._shaped_measure(frame, own_entries, tolerance)
+                shaped_own[frame] = self.shaped.measure(frame, own_entries, tolerance)
         for group in floors.values():
             shaped.update(group.measured())
         groups: dict[tuple, list[int]] = {}
@@ -91,50 +86,6 @@ class BakeMeasure:
                                   np.asarray(weights, dtype=float)), evaluated[frame], tolerance)
             self.own[frame] = self._with_shaped(own, shaped_own[frame]) if frame in shaped_own else own
         return out
-
-    def _shaped_measure(self, frame: int, entries: list, tolerance: float) -> Measured:
-        """The other kinds' pins of ``frame`` (``entries``) measured on the evaluated pose."""
-        model = self.sampling.tree.model
-        built, names, allowed, counted = self._shaped_parts(frame, entries, tolerance)
-        kin = shaped_goals.evaluated_kinematics(self.plan.obj, model, model.q0, names, self._base_kinematics())
-        errors = shaped_goals.goal_errors(built, kin)
-        return Measured(errors, errors <= allowed, counted)
-
-    def _base_kinematics(self):
-        """The model's kinematics at its start: the frames the other kinds' pins are measured
-        on where Blender's are not read (the same on every frame)."""
-        model = self.sampling.tree.model
-        if self._base is None or self._base[0] is not model or not np.array_equal(self._base[1], model.q0):
-            self._base = (model, model.q0.copy(), model.skeleton.forward(model.q0))
-        return self._base[2]
-
-    def _floors_key(self, entries: list) -> tuple | None:
-        """What groups frames whose other kinds' pins are all floor pins that hold where they
-        say (measured on all frames at once, ``FloorFrames``); None for any other pins."""
-        if not all(pin.kind == "FLOOR" and not fields for pin, fields, _ in entries):
-            return None
-        return (self.sampling.tree, tuple((pin.as_pointer(), priority) for pin, _, priority in entries))
-
-    def _shaped_parts(self, frame: int, entries: list, tolerance: float) -> tuple:
-        """(goals, the bones they are measured on, each goal's allowed error, whether each
-        counts) of ``frame``'s other kinds' pins; the same on every frame for pins that hold
-        where they say (``tree.FIXED_KINDS``), so worked out once for those."""
-        tree = self.sampling.tree
-        key = None
-        if all(not fields and pin.kind in FIXED_KINDS for pin, fields, _ in entries):
-            key = (tree, tuple((pin.as_pointer(), priority) for pin, _, priority in entries))
-            found = self._parts.get(key)
-            if found is not None:
-                return found
-        model = tree.model
-        built = self.log.shaped_goals(tree, frame, entries)
-        names = sorted({n for pin, *_ in entries for n in pin_bones(self.plan.obj, pin) if n in model.bones})
-        places = np.array([fields.get("location", pin.location) for pin, fields, _ in entries]).reshape(-1, 3)
-        counted = np.array([pin.weight > 0.0 for pin, *_ in entries], dtype=bool)
-        parts = (built, names, tolerance + evaluated_slack(places), counted)
-        if key is not None:
-            self._parts[key] = parts
-        return parts
 
     def _with_shaped(self, measured: Measured, shaped: Measured) -> Measured:
         """``measured`` (the position pins, then the edit) with the other kinds' pins
