@@ -104,3 +104,24 @@ def test_the_stages_skeletons_share_their_tests_and_other_axes_get_their_own():
     assert not all_inside(ranges, other, q)
     assert len(range_check._TESTS[ranges]) == 2
     assert all_inside(ranges, sk, q)
+
+
+def test_a_range_checked_once_per_joints_still_refuses_another_skeleton():
+    """Every solve's problem checks its ranges against its skeleton; a skeleton with the same
+    ranged joints is checked once, and one whose ranged hinges slide or share an axis is
+    still refused."""
+    from dataclasses import replace
+
+    sk = ball((0, 1, 2))
+    ranges = SphericalRanges(joints=[[1, 2, 3]], swing_x=[(-0.3, 0.6)], swing_z=[(-0.2, 0.4)], twist=[(-0.1, 0.2)],
+                             roll=[0.0])
+    ranges.check(sk)
+    ranges.check(replace(sk, mobility=np.zeros(sk.size)))  # (the same joints: known good)
+    sliding = replace(sk, prismatic=np.array([False, False, True, False, False]))
+    with pytest.raises(ValueError, match="sliding"):
+        ranges.check(sliding)
+    with pytest.raises(ValueError, match="three different axes"):
+        ranges.check(ball((0, 0, 2)))
+    with pytest.raises(ValueError, match="does not have"):
+        ranges.check(replace(sk, parent=sk.parent[:3], prismatic=sk.prismatic[:3], axis=sk.axis[:3], rest=sk.rest[:3],
+                             lower=sk.lower[:3], upper=sk.upper[:3], mobility=sk.mobility[:3], inherits=None))

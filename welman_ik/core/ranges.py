@@ -147,18 +147,9 @@ class SphericalRanges:
         return len(self.joints)
 
     def check(self, skeleton: Skeleton) -> None:
-        """ValueError unless every ball joint's hinges are revolute about distinct coordinate axes."""
-        if not self.size:
-            return
-        if np.any(self.joints < 0) or np.any(self.joints >= skeleton.size):
-            raise ValueError("joint range names a joint the skeleton does not have")
-        if np.any(skeleton.prismatic[self.joints]):
-            raise ValueError("a joint range needs three hinges, not sliding joints")
-        if np.any(np.abs(np.abs(skeleton.axis[self.joints]).max(axis=2) - 1.0) > 1e-9):
-            raise ValueError("a joint range's hinges must turn about coordinate axes")
-        order = self.order(skeleton)
-        if np.any(np.sort(order, axis=1) != np.arange(3)):
-            raise ValueError("a joint range's three hinges must turn about three different axes")
+        """ValueError unless every ball joint's hinges are revolute about distinct coordinate
+        axes (``check_hinges``)."""
+        check_hinges(self, skeleton)
 
     def order(self, skeleton: Skeleton) -> np.ndarray:
         return np.abs(skeleton.axis[self.joints]).argmax(axis=2)
@@ -321,3 +312,24 @@ class SphericalRanges:
         rows[np.arange(k)[:, None], self.joints[hit[keep, 0]]] = g[keep] / norm[keep, None]
         bounds = -now[index[keep], hit[keep, 1]] / norm[keep]
         return rows, bounds
+
+
+def check_hinges(ranges: SphericalRanges, skeleton: Skeleton) -> None:
+    """``SphericalRanges.check``: a skeleton with the same ranged joints is checked once (every
+    solve's problem asks, its stages' skeletons differing in their mobility alone)."""
+    if not ranges.size:
+        return
+    joints = ranges.joints
+    if np.any(joints < 0) or np.any(joints >= skeleton.size):
+        raise ValueError("joint range names a joint the skeleton does not have")
+    key = (skeleton.prismatic[joints].tobytes(), skeleton.axis[joints].tobytes())
+    checked = ranges.__dict__.setdefault("_checked", set())
+    if key in checked:
+        return
+    if np.any(skeleton.prismatic[joints]):
+        raise ValueError("a joint range needs three hinges, not sliding joints")
+    if np.any(np.abs(np.abs(skeleton.axis[joints]).max(axis=2) - 1.0) > 1e-9):
+        raise ValueError("a joint range's hinges must turn about coordinate axes")
+    if np.any(np.sort(ranges.order(skeleton), axis=1) != np.arange(3)):
+        raise ValueError("a joint range's three hinges must turn about three different axes")
+    checked.add(key)
