@@ -298,3 +298,41 @@ def test_projecting_many_configurations_at_once_is_projecting_each():
     locked = np.array([True, False, True, True])
     kept = shoulder.project_many(sk, q, locked)
     np.testing.assert_array_equal(kept[:, 1], q[:, 1])
+
+
+def test_a_solve_past_its_time_begins_no_more_range_passes(monkeypatch) -> None:
+    """A drag's solve has a time per mouse event: past it, the SR inverse's iteration takes the
+    step it has (the line search keeps it within the limits and the ranges) instead of
+    refining it with the ranges' boundary rows pass after pass. With a clock on which each
+    pass takes 0.6 s of a 1 s budget, no pass begins past the time, and the pose is within
+    the shoulder's range and the elbow's limits."""
+    from welman_ik.core import problem as problem_module
+    from welman_ik.core.solvers import sr_inverse
+
+    clock = {"now": 0.0}
+
+    class Clock:
+        @staticmethod
+        def perf_counter() -> float:
+            return clock["now"]
+
+    monkeypatch.setattr(problem_module, "time", Clock)
+    monkeypatch.setattr(sr_inverse, "time", Clock)
+    begun = []
+    rows = SphericalRanges.rows
+
+    def timed_rows(self, *args, **kwargs):
+        begun.append(clock["now"])
+        clock["now"] += 0.6
+        return rows(self, *args, **kwargs)
+
+    monkeypatch.setattr(SphericalRanges, "rows", timed_rows)
+    sk, shoulder = arm()
+    target = hand(sk, np.array([1.2, -1.0, 0.0, 0.3]))  # outside the cone: the range's rows are asked
+    problem = Problem(sk, [PositionGoal(3, [0.0, 0.3, 0.0], target)], tolerance=1e-5, max_iterations=400,
+                      ranges=shoulder, time_budget=1.0)
+    result = SOLVERS["SR_INVERSE"](problem, np.array([0.0, 0.0, 0.0, 0.3]))
+    assert len(begun) >= 2 and max(begun) <= 1.0, begun
+    assert shoulder.excess(sk, result.q)[0] <= 1e-9
+    assert 0.0 <= result.q[3] <= np.radians(150)
+    assert np.all(np.isfinite(result.q))

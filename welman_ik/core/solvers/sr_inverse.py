@@ -280,6 +280,8 @@ def _solve(problem: Problem, q0, deadline: float, swapped: bool = False) -> Solv
             dq = np.zeros(sk.size)
             dq[cols] = total * scale
             over = violating(sk, q, dq, movable)[cols] & free
+            if time.perf_counter() > deadline:  # (no more passes: the line search keeps the step within bounds)
+                break
             found = False
             if problem.ranges is not None and problem.ranges.size and _pass < LIMIT_PASSES - 1:
                 # A ball joint the step carries out of its range gets its linearised boundary
@@ -332,7 +334,9 @@ def _solve(problem: Problem, q0, deadline: float, swapped: bool = False) -> Solv
                 continue
             met = bool(np.all(errors[group] <= tol))
             beta = 1.0
-            for _halving in range(MAX_HALVINGS):
+            for halving in range(MAX_HALVINGS):
+                if halving and time.perf_counter() > deadline:
+                    break  # (past the time: this level takes no step now, the next solve goes on)
                 trial = problem.constrain(q + _dq(sk, cols, taken + beta * part, scale))
                 if met:
                     taken, new_q, new_kin = taken + part, trial, None
