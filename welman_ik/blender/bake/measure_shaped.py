@@ -3,7 +3,7 @@
 evaluated them (``ShapedMeasure``), and the floor pins on every frame at once (``FloorFrames``:
 each frame's pose matrices read raw with one ``foreach_get``, the pins' points and their depths
 below the floor worked out for all frames together, as ``pins.goals.evaluated_kinematics``
-and ``FloorGoal.errors`` work them out frame by frame)."""
+(``evaluated_frames``) and ``FloorGoal.errors`` work them out frame by frame)."""
 
 from __future__ import annotations
 
@@ -89,8 +89,7 @@ class FloorFrames:
         # each goal's bone (its frame as Blender evaluates it) or -1 (the model's frame at its start)
         bones = [by_joint.get(int(goal.joint[0])) for goal in built]
         self.rows = np.array([-1 if name is None else index[name] for name in bones], dtype=np.intp)
-        scales = [np.ones(3) if name is None else np.asarray(model.bones[name].scale, dtype=float) for name in bones]
-        self.scales = np.where(np.abs(scales) > 1e-12, scales, 1.0)  # (k, 3) each column's
+        self.scales = np.array([np.ones(3) if name is None else model.bones[name].scale for name in bones], dtype=float)
         self.fixed = np.array([base.frames[int(goal.joint[0])] for goal in built])  # (k, 4, 4)
         self.local = np.vstack([goal.local for goal in built])  # (k, 3)
         self.count = len(index)
@@ -114,9 +113,8 @@ class FloorFrames:
         frames = np.broadcast_to(self.fixed, (len(self.frames), *self.fixed.shape)).copy()  # (F, k, 4, 4)
         evaluated = self.rows >= 0
         if evaluated.any():
-            own = world[:, None] @ pose[:, self.rows[evaluated]].astype(float)
-            own[:, :, :3, :3] /= self.scales[evaluated][None, :, None, :]
-            frames[:, evaluated] = own
+            frames[:, evaluated] = shaped_goals.evaluated_frames(world[:, None], pose[:, self.rows[evaluated]].astype(float),
+                                                                 self.scales[evaluated][None])
         points = np.einsum("fkij,kj->fki", frames[..., :3, :3], self.local) + frames[..., :3, 3]
         errors = FloorGoal.point_errors(built, points)  # (F, k)
         return {frame: Measured(e, e <= allowed, counted) for frame, e in zip(self.frames, errors)}

@@ -282,10 +282,18 @@ def evaluated_kinematics(obj, model: RigModel, q: np.ndarray, names=None, base: 
     pose_bones = obj.pose.bones
     for name in (model.bones if names is None else names):
         b = model.bones[name]
-        frame = world @ np.array([row[:] for row in pose_bones[name].matrix])
-        frame[:3, :3] = frame[:3, :3] / np.where(np.abs(b.scale) > 1e-12, b.scale, 1.0)[None, :]
-        frames[b.frame_joint] = frame
+        frames[b.frame_joint] = evaluated_frames(world, np.array([row[:] for row in pose_bones[name].matrix]), b.scale)
     return Kinematics(model.skeleton, kin.q, frames)
+
+
+def evaluated_frames(world: np.ndarray, pose: np.ndarray, scales) -> np.ndarray:
+    """A model joint's world frames (..., 4, 4) from the armature's world matrices ``world``
+    and its bone's pose matrices ``pose`` as Blender evaluated them (broadcast against each
+    other): each linear column divided by the bone's ``scales`` (..., 3) in the model (its
+    frame carries no scale of its own)."""
+    frames = world @ pose
+    frames[..., :3, :3] /= np.where(np.abs(scales) > 1e-12, scales, 1.0)[..., None, :]
+    return frames
 
 
 class ShapedPins:

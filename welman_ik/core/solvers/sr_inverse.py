@@ -279,9 +279,9 @@ def _solve(problem: Problem, q0, deadline: float, swapped: bool = False) -> Solv
             total = np.sum(parts, axis=0)
             dq = np.zeros(sk.size)
             dq[cols] = total * scale
-            over = violating(sk, q, dq, movable)[cols] & free
             if time.perf_counter() > deadline:  # (no more passes: the line search keeps the step within bounds)
                 break
+            over = violating(sk, q, dq, movable)[cols] & free
             found = False
             if problem.ranges is not None and problem.ranges.size and _pass < LIMIT_PASSES - 1:
                 # A ball joint the step carries out of its range gets its linearised boundary
