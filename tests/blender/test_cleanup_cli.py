@@ -296,6 +296,29 @@ def test_a_folder_through_a_dask_scheduler_and_two_workers(folder, tmp_path):
         assert {e["worker"] for e in entries.values() if e["status"] == "ok"} == {"worker0", "worker1"}, entries
 
 
+def test_a_clip_is_evaluated_once_a_frame_for_all_its_figures_and_its_file(tmp_path):
+    """Evaluating every frame is what a clip's job costs most: its figures before and after the
+    bake and the BVH writer share one evaluation of each, as Detect Contacts, the bake's measure
+    and the file read back take one of their own (six passes of the clip's frames before)."""
+    changes = []
+
+    @bpy.app.handlers.persistent
+    def count(scene, *_):
+        changes.append(scene.frame_current)
+
+    bpy.app.handlers.frame_change_post.append(count)
+    try:
+        result = clean(FIXTURES / "pymo_walk.bvh", tmp_path / "walk.bvh")
+    finally:
+        bpy.app.handlers.frame_change_post.remove(count)
+    assert result["status"] == "ok", result
+    assert result["contacts"] > 0
+    frames = result["frames"]
+    # Detect Contacts, the figures before, the bake's measure, the figures after (the writer's
+    # too), the file read back: five passes, and a few frame changes around them.
+    assert 5 * frames <= len(changes) < 5 * frames + 50, (len(changes), frames)
+
+
 def test_equal_points_have_no_extent():
     assert extent(np.zeros((4, 3))) == 0.0
     assert extent(np.array([[0.0, 0.0, 0.0], [0.0, 0.003, 0.004]])) == pytest.approx(0.005)

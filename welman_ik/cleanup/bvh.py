@@ -131,10 +131,13 @@ def _check_channels(names: list[str], count: int) -> None:
         raise ValueError("channels")
 
 
-def write(obj, source: Path, output: Path, scale: float, frames: range, axes=("-Z", "Y")) -> None:
+def write(obj, source: Path, output: Path, scale: float, frames: range, axes=("-Z", "Y"),
+          evaluated=None) -> None:
     """Write armature ``obj``'s evaluated animation on Blender ``frames`` to ``output`` in the
     format of BVH ``source``, which it was imported from with ``global_scale=scale`` (metres
-    per file unit), axes ``axes`` (forward, up) and file frame i at Blender frame 1 + i."""
+    per file unit), axes ``axes`` (forward, up) and file frame i at Blender frame 1 + i.
+    ``evaluated``: that animation evaluated on ``frames`` already (``measure.evaluate``), read
+    instead of evaluating every frame again."""
     from bpy_extras.io_utils import axis_conversion
 
     source, frames = Path(source), list(frames)
@@ -145,7 +148,12 @@ def write(obj, source: Path, output: Path, scale: float, frames: range, axes=("-
     if not frames:
         raise ValueError("no frames to write")
     bones = [_bone(obj, name) for name in h.names]
-    pose, rest = pose_matrices(obj, bones, frames)[0], rest_matrices(obj, bones)[:, :3, :3]
+    if evaluated is None:
+        pose = pose_matrices(obj, bones, frames)[0]
+    else:
+        index = {name: i for i, name in enumerate(evaluated.names)}
+        pose = evaluated.pose[:, [index[b] for b in bones]]
+    rest = rest_matrices(obj, bones)[:, :3, :3]
 
     c = np.array(axis_conversion(from_forward=axes[0], from_up=axes[1]).to_3x3())
     u, _, vt = np.linalg.svd(pose[..., :3, :3] @ np.linalg.inv(rest))

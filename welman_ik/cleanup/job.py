@@ -37,7 +37,7 @@ from .clips import (
     run_clip,
     shift_action,
 )
-from .measure import plant_figures
+from .measure import Evaluated, evaluate, plant_figures
 
 FEET = ("foot.L", "foot.R")  # the roles whose bones are the feet
 FILE_AGREES = 0.0001  # [m] the written file's figures within this of the bake's, or the clip fails
@@ -94,15 +94,15 @@ def floor(obj) -> tuple[list[tuple[str, float]], float] | None:
 # -- exporting -------------------------------------------------------------------------
 
 
-def export(obj, source: Path, output: Path, scale: float, frames: range) -> None:
+def export(obj, source: Path, output: Path, scale: float, frames: range, evaluated: Evaluated | None = None) -> None:
     """The armature and its assigned action to ``output``, in the format its suffix names,
     as the source stands: a BVH in the source's own hierarchy, channels, axes and units
-    (``bvh.write``); an FBX by Blender's exporter with everything the file brought (its
-    meshes too), every frame keyed as baked (no curve simplification), its times where the
-    source's were."""
+    (``bvh.write``, from ``evaluated`` where the animation was evaluated already); an FBX by
+    Blender's exporter with everything the file brought (its meshes too), every frame keyed
+    as baked (no curve simplification), its times where the source's were."""
     if output.suffix.lower() == ".bvh":
         try:
-            bvh.write(obj, source, output, scale, frames)
+            bvh.write(obj, source, output, scale, frames, evaluated=evaluated)
         except ValueError as error:
             raise ClipError(f"could not write the BVH: {error}") from None
     else:
@@ -165,7 +165,8 @@ def _clean(source: Path, output: Path, feet: Sequence[str] | None, scale: float 
     out = {"frames": len(frames), "contacts": len(found), "feet": feet, "naming": naming, "scale": scale,
            "slide_before_mm": 0.0, "slide_after_mm": 0.0, "max_pin_error_mm": 0.0, "floor_m": None,
            "below_floor_before_mm": None, "below_floor_after_mm": None}
-    before, _, source_sizes, below_before = plant_figures(obj, found, frames, floors)
+    posed = evaluate(obj, frames)  # the clip as it plays: its figures, and the file written where nothing is baked
+    before, _, source_sizes, below_before = plant_figures(obj, found, frames, floors, posed)
     baked = [], [], source_sizes, below_before
     if found:
         select_only(obj, feet)
@@ -176,9 +177,10 @@ def _clean(source: Path, output: Path, feet: Sequence[str] | None, scale: float 
             raise ClipError(f"the bake did not finish{': ' + last_solve.message if last_solve.message else ''}")
         if last_solve.message:
             out["message"] = last_solve.message
-        baked = plant_figures(obj, found, frames, floors)
+        posed = evaluate(obj, frames)  # the baked clip: its figures, and the file written from them
+        baked = plant_figures(obj, found, frames, floors, posed)
     clip = Clip(frames, fps(scene), sorted(obj.data.bones.keys()), baked[2])
-    export(obj, source, output, scale, frames)
+    export(obj, source, output, scale, frames, posed)
     # The figures are the file's: read it back in a fresh scene, as a user would.
     written, stands = read_back(output, scale, found, clip, floors)
     # How far the clean-up changed the skeleton's size per axis on any frame (plants held
