@@ -139,6 +139,18 @@ def test_all_clean_exits_zero_and_scale_and_feet_can_be_given(tmp_path):
     check_cleaned(out, entry)
 
 
+def test_a_local_run_does_not_load_dask(tmp_path):
+    """Dask's ``distributed`` takes a quarter of a second to import: a run on local workers
+    (the command line's default) names its clips' worker without it."""
+    script = ("import sys; from welman_ik.cleanup import runner; "
+              f"entries = runner.run([{str(FIXTURES / 'pymo_walk.bvh')!r}], {str(tmp_path / 'out')!r}, workers=1, "
+              "progress=False); print(entries[0]['status'], entries[0]['worker'], 'distributed' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", script], check=False, capture_output=True, text=True, cwd=ROOT,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["ok", "local", "False"], done.stdout + done.stderr
+
+
 def test_bad_arguments_and_missing_bones(tmp_path):
     assert cleanup(FIXTURES / "pymo_walk.bvh", "--out", tmp_path, "--feet", "LeftFoot").returncode == 2
     assert "two bone names" in cleanup(FIXTURES / "pymo_walk.bvh", "--out", tmp_path, "--feet", "A").stderr
