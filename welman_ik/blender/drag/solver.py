@@ -350,7 +350,7 @@ def drag(context, obj, bone: str, target, anchor: float = 1.0) -> Figures:
            tuple((p.bone, p.kind, p.enabled, p.anchor, p.weight) for p in settings.pins))
     last = _RUNS.get(obj.as_pointer())
     if (settings.reference == "START" and last is not None and last[0] == run
-            and np.allclose(last[2], solver.q, rtol=0.0, atol=RUN_TOLERANCE)):
+            and float(np.abs(last[2] - solver.q).max(initial=0.0)) <= RUN_TOLERANCE):
         solver.reference = last[1].copy()
     origin = solver.reference
     figures = solver.settle(solver.approach(target))
