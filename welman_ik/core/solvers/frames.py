@@ -223,12 +223,13 @@ def _subset(sk: Skeleton, keep: np.ndarray) -> tuple[np.ndarray, Skeleton]:
 def _solve_frames(problem: FramesProblem, start: np.ndarray) -> FramesResult:
     sk = problem.skeleton
     q = problem.clamp(np.array(start, dtype=float), np.arange(len(start)))
-    sizes = _sizes(sk, q, problem)
+    start = sk.forward_frames(q)  # (the start's kinematics: the sizes', and the solve's on the whole tree)
+    sizes = _sizes(start, problem)
     col_base = np.sqrt(np.clip(sk.mobility, 0.0, 1.0)) / sk.subtree**INERTIA_POWER
     ref_weight = carried_weights(sk)
     keep = _kept(problem)
     if keep.size == sk.size:
-        return _solve(problem, q, sizes, col_base, ref_weight)
+        return _solve(problem, q, sizes, col_base, ref_weight, start)
     keep, tree = _subset(sk, keep)
     index = np.full(sk.size, -1, dtype=np.intp)
     index[keep] = np.arange(keep.size)
@@ -246,7 +247,7 @@ def _solve_frames(problem: FramesProblem, start: np.ndarray) -> FramesResult:
 
 
 def _solve(problem: FramesProblem, q: np.ndarray, sizes: np.ndarray, col_base: np.ndarray,
-           all_weights: np.ndarray) -> FramesResult:
+           all_weights: np.ndarray, fk: np.ndarray | None = None) -> FramesResult:
     sk = problem.skeleton
     frames, n = q.shape
     reference = q.copy() if problem.reference is None else np.asarray(problem.reference, dtype=float)
@@ -266,7 +267,7 @@ def _solve(problem: FramesProblem, q: np.ndarray, sizes: np.ndarray, col_base: n
     closest = np.full(frames, np.inf)  # the reference's smallest distance with the goals met
     first = levels[0]
     rows_of_levels = level_rows(problem.floor, levels)
-    fk = sk.forward_frames(q)  # of the frames ``live``, at their joint values
+    fk = sk.forward_frames(q) if fk is None else fk  # of the frames ``live``, at their joint values
     err = FrameRows(problem, live, weights, sizes).errors(fk)
     stalled = np.zeros(frames, dtype=bool)
     # Each level's weighted squared distance at the start of each iteration (the stall's test).
@@ -339,10 +340,11 @@ def _level_distance(errors: np.ndarray, weights: np.ndarray) -> np.ndarray:
     return np.einsum("fg,fg->f", weights, errors**2)
 
 
-def _sizes(sk: Skeleton, q: np.ndarray, problem: FramesProblem) -> np.ndarray:
-    """(F,) each frame's tree size at its start (the bounding box of the joints and the
-    targets), by which rows are divided and slides weighed, as in ``Kinematics.size_scale``."""
-    origins = sk.forward_frames(q)[:, :, :3, 3]
+def _sizes(fk: np.ndarray, problem: FramesProblem) -> np.ndarray:
+    """(F,) each frame's tree size at its start, from its kinematics ``fk`` (the bounding box of
+    the joints and the targets), by which rows are divided and slides weighed, as in
+    ``Kinematics.size_scale``."""
+    origins = fk[:, :, :3, 3]
     targets = np.where(problem.weights[:, :, None] > 0.0, problem.targets, origins[:, :1])
     points = np.concatenate([origins, targets], axis=1)
     span = np.linalg.norm(points.max(axis=1) - points.min(axis=1), axis=1)
