@@ -173,13 +173,16 @@ class Skeleton:
         terms = np.zeros((3, n, 4, 4))  # what sin q, 1 - cos q and q add to each local transform, flat
         terms[0, :, :3, :3], terms[1, :, :3, :3] = linear0 @ turning, linear0 @ turning @ turning
         terms[2, :, :3, 3] = np.where(self.prismatic[:, None], np.einsum("nij,nj->ni", linear0, self.axis), 0.0)
-        object.__setattr__(self, "_fk_terms", terms.reshape(3, n, 16))
         object.__setattr__(self, "_revolute", (~self.prismatic).astype(float))
         stack = np.zeros((n + 2, 4, 4))
         stack[:n] = fk_rest
         stack[n] = self.base
         stack[n + 1] = np.eye(4)
         object.__setattr__(self, "_fk_stack", stack)
+        # Per joint (n, 4, 16): the rows sin q, 1 - cos q, q and 1 take of the flat local
+        # transform, so that every joint's transform is one small product (``_locals``).
+        object.__setattr__(self, "_fk_rows", np.ascontiguousarray(
+            np.concatenate([terms.reshape(3, n, 16), fk_rest.reshape(1, n, 16)]).transpose(1, 0, 2)))
         object.__setattr__(self, "_kept", {})
         # Heads: x_h = sum of g_h' = G_parent(h') @ [t_h'; 1] over the non-inheriting
         # ancestors-or-self h' of h; joint k is shifted by the head of its nearest
@@ -254,12 +257,9 @@ class Skeleton:
     def _locals(self, q: np.ndarray, joints=slice(None)) -> np.ndarray:
         """The local transforms (..., k, 4, 4) of ``joints``: each one's fixed transform times its
         motion by ``q`` (..., k), as the fixed transform plus the motion's three terms."""
-        terms = self._fk_terms[:, joints]
-        local = np.sin(q * self._revolute[joints])[..., None] * terms[0]
-        local += (1.0 - np.cos(q * self._revolute[joints]))[..., None] * terms[1]
-        local += q[..., None] * terms[2]
-        local += self._fk_stack[:self.size][joints].reshape(-1, 16)
-        return local.reshape(*q.shape, 4, 4)
+        turn = q * self._revolute[joints]
+        motion = np.stack([np.sin(turn), 1.0 - np.cos(turn), q, np.ones_like(q)], axis=-1)  # (..., k, 4)
+        return (motion[..., None, :] @ self._fk_rows[joints])[..., 0, :].reshape(*q.shape, 4, 4)
 
     def _shift_detached(self, frames: np.ndarray) -> None:
         """F_k = T(x_h) G_k: each detached subtree of ``frames`` (..., n, 4, 4) shifted to its
