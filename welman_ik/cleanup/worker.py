@@ -16,6 +16,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from ..core.collection import collection_paused
 from .job import clean
 from .onto import retarget
 from .report import write_atomic
@@ -34,10 +35,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="do not keep the feet on or above the clip's floor")
     args = parser.parse_args(argv)
     feet = [n.strip() for n in args.feet.split(",")] if args.feet else None
-    if args.onto:
-        result = retarget(args.source, args.output, args.onto, args.object, args.scale)
-    else:
-        result = clean(args.source, args.output, feet, args.scale, args.floor)
+    with collection_paused():  # a process of its own for one clip: its objects freed as it goes
+        if args.onto:
+            result = retarget(args.source, args.output, args.onto, args.object, args.scale)
+        else:
+            result = clean(args.source, args.output, feet, args.scale, args.floor)
     write_atomic(args.entry, json.dumps(result).encode())  # a crash mid-write leaves no half entry
     return 0
 

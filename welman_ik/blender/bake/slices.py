@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 
+from ...core.collection import collection_paused
 from ..rig import views
 
 BAKE_SLICE = 0.1  # seconds of baking between redraws of the progress
@@ -36,15 +37,16 @@ class Slices:
         if event.type != "TIMER":
             return {"RUNNING_MODAL"}
         try:
-            started = time.perf_counter()
-            while not work.done and time.perf_counter() - started < BAKE_SLICE:
-                last = work.next()
-            self._between(work)
-            context.window_manager.progress_update(work.index)
-            context.workspace.status_text_set(self._status(context, work, last))
-            if not work.done:
-                return {"RUNNING_MODAL"}
-            finished = work.finish()
+            with collection_paused():
+                started = time.perf_counter()
+                while not work.done and time.perf_counter() - started < BAKE_SLICE:
+                    last = work.next()
+                self._between(work)
+                context.window_manager.progress_update(work.index)
+                context.workspace.status_text_set(self._status(context, work, last))
+                if not work.done:
+                    return {"RUNNING_MODAL"}
+                finished = work.finish()
         except Exception as error:  # noqa: BLE001 - leave nothing behind, say why
             work.abort()
             self._end(context)

@@ -8,6 +8,7 @@ import functools
 
 import numpy as np
 
+from ...core.collection import collection_paused
 from . import selection, views
 
 
@@ -50,7 +51,8 @@ def armature_poll(cls, context) -> bool:
 def _redrawn(execute):
     @functools.wraps(execute)
     def wrapper(self, context):
-        result = execute(self, context)
+        with collection_paused():  # (a bake's thousands of short-lived objects: no full collections)
+            result = execute(self, context)
         if "FINISHED" in result:
             views.redraw()
         return result
