@@ -77,7 +77,7 @@ def line_search(problem: Problem, pot: Potential, q: np.ndarray, value: float, g
         return None
     alpha = min(1.0, MAX_STEP / biggest)
     capped = alpha < 1.0
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):  # (a tiny step: a bound out of reach)
         reach = np.where(dq > 0.0, (upper - x) / dq, np.where(dq < 0.0, (lower - x) / dq, np.inf))
     hit = int(np.argmin(reach))
     alpha_max = float(reach[hit])
