@@ -251,6 +251,31 @@ def test_reference_pose_spends_the_freedom_the_goals_leave(seed: int) -> None:
     assert kept <= 1.15 * displacement(by_sr.q), (kept, displacement(by_sr.q))
 
 
+def test_a_pose_met_at_its_reference_is_left_without_trials() -> None:
+    """The goals met and the pose at its preferred pose (a scripted drag whose limbs the
+    posture placed there): nothing is left to gain, and the solve ends at once, without
+    trying a step toward the reference and halving it over and over (each trial two forward
+    passes and a Jacobian: 3.6 ms of a 7.9 ms scripted call on the human)."""
+    sk, points = figure()
+    q0 = np.zeros(sk.size)
+    near = point(sk, q0, points["hand1"]) + np.array([1e-7, -2e-7, 1e-7])  # met, to a fraction of the tolerance
+    problem = pinned_drag(sk, points, q0, near, reference=q0.copy())
+    passes = []
+    forward = sk._forward
+
+    def counted(q):
+        passes.append(1)
+        return forward(q)
+
+    object.__setattr__(sk, "_forward", counted)
+    try:
+        result = SOLVERS["QUASI_NEWTON"](problem, q0)
+    finally:
+        object.__delattr__(sk, "_forward")
+    assert result.converged and np.array_equal(result.q, q0)
+    assert len(passes) <= 2, len(passes)
+
+
 # -- the update -----------------------------------------------------------------------
 
 

@@ -88,11 +88,11 @@ class Reference:
         dq = dx * pot.scale
         biggest = float(np.abs(dq / self.unit).max(initial=0.0))
         self.last_step = 0.0
-        if biggest <= 0.0:
-            return None
+        before = self.distance(q)
+        if biggest < REFERENCE_SETTLED or before <= 0.0:  # settled, as the SR inverse's test: no step
+            return None  # to try and halve (a pose at its reference can only move off it)
         alpha = min(1.0, MAX_STEP / biggest)
         allowed = problem.tolerance + REFERENCE_DRIFT * pot.size
-        before = self.distance(q)
         sk = problem.skeleton
         for _ in range(MAX_HALVINGS // 2):
             trial = q.copy()
