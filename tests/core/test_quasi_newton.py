@@ -276,6 +276,27 @@ def test_a_pose_met_at_its_reference_is_left_without_trials() -> None:
     assert len(passes) <= 2, len(passes)
 
 
+def test_the_sr_inverse_met_at_its_reference_works_out_no_step(monkeypatch) -> None:
+    """The same for the SR inverse: with every goal met and the pose at its reference there is
+    nothing to gain, and it ends before working out a prioritised step it would not take."""
+    from welman_ik.core.solvers import sr_inverse
+
+    sk, points = figure()
+    q0 = np.zeros(sk.size)
+    near = point(sk, q0, points["hand1"]) + np.array([1e-7, -2e-7, 1e-7])
+    steps = []
+    step = sr_inverse.prioritized_step
+
+    def counted(*args, **kwargs):
+        steps.append(1)
+        return step(*args, **kwargs)
+
+    monkeypatch.setattr(sr_inverse, "prioritized_step", counted)
+    result = SOLVERS["SR_INVERSE"](pinned_drag(sk, points, q0, near, reference=q0.copy()), q0)
+    assert result.converged and np.array_equal(result.q, q0)
+    assert steps == []
+
+
 # -- the update -----------------------------------------------------------------------
 
 

@@ -234,8 +234,8 @@ def _solve(problem: Problem, q0, deadline: float, swapped: bool = False) -> Solv
         if preferred:
             reference_x = ref_weight[cols] * (problem.reference - q)[cols] / col_scale[cols]
             distance = float(np.linalg.norm(reference_x))
-            if goals_met and distance > (1.0 - REFERENCE_PROGRESS) * closest:
-                break  # goals met and the reference no longer gets closer: no step is needed to know
+            if goals_met and (distance > (1.0 - REFERENCE_PROGRESS) * closest or distance == 0.0):
+                break  # goals met and the reference no longer gets closer, or reached: no step is needed to know
         e_all, j_all = batch.stack(kin)
         e_all = e_all / size
         j_all = (j_all if cols.size == sk.size else j_all[:, cols]) * (col_scale[cols] / size)
