@@ -83,7 +83,8 @@ def selected_pose_bones(obj) -> list:
 class ArmatureOperator:
     """An operator on the active armature. Whatever it changes (pins, ranges, settings, the
     pose) shows at once: an ``execute`` that finishes redraws the viewports and the
-    Properties editor (``views.redraw``), from the panel, a shortcut or a script alike.
+    Properties editor (``views.redraw``), from the panel, a shortcut or a script alike. Its
+    ``execute`` runs with Python's cyclic collector held off (``core.collection``).
 
     A subclass says in ``sidebar_refusal`` why its sidebar button cannot work now: the button
     is then greyed out with that reason, while a script or a shortcut still runs it and gets

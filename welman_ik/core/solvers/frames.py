@@ -223,13 +223,13 @@ def _subset(sk: Skeleton, keep: np.ndarray) -> tuple[np.ndarray, Skeleton]:
 def _solve_frames(problem: FramesProblem, start: np.ndarray) -> FramesResult:
     sk = problem.skeleton
     q = problem.clamp(np.array(start, dtype=float), np.arange(len(start)))
-    start = sk.forward_frames(q)  # (the start's kinematics: the sizes', and the solve's on the whole tree)
-    sizes = _sizes(start, problem)
+    fk = sk.forward_frames(q)  # the start's kinematics: the sizes', and the solve's on the whole tree
+    sizes = _sizes(fk, problem)
     col_base = np.sqrt(np.clip(sk.mobility, 0.0, 1.0)) / sk.subtree**INERTIA_POWER
     ref_weight = carried_weights(sk)
     keep = _kept(problem)
     if keep.size == sk.size:
-        return _solve(problem, q, sizes, col_base, ref_weight, start)
+        return _solve(problem, q, sizes, col_base, ref_weight, fk)
     keep, tree = _subset(sk, keep)
     index = np.full(sk.size, -1, dtype=np.intp)
     index[keep] = np.arange(keep.size)
