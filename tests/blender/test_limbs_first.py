@@ -62,7 +62,7 @@ def turns(obj, before: dict) -> tuple[float, float]:
     *(pytest.param(s, r, id=f"{s}-{'ranges' if r else 'free'}") for s in ("SR_INVERSE", "CCD", "JACOBIAN_TRANSPOSE")
       for r in (False, True)),
     pytest.param("QUASI_NEWTON", False, id="QUASI_NEWTON-free"),
-    pytest.param("QUASI_NEWTON", True, id="QUASI_NEWTON-ranges", marks=pytest.mark.once),  # 30 s
+    pytest.param("QUASI_NEWTON", True, id="QUASI_NEWTON-ranges"),
 ])
 def test_the_arm_reaches_and_the_trunk_stays(solver, ranges):
     """Up, out to the side, forward, across the chest and down toward the knee, 0.8 of the
