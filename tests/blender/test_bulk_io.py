@@ -269,6 +269,45 @@ def test_reading_every_bone_at_once_gives_what_mathutils_gives_bone_by_bone(bare
             assert tuple(read[i]) == tuple(pb.rotation_euler)
 
 
+@pytest.mark.parametrize("path", ["turning", "tumbling", "locked"])
+def test_a_clip_read_at_once_picks_each_frame_as_frame_by_frame_bit_for_bit(path, monkeypatch):
+    """``closest_in_order`` (each frame's Euler angles closest to the frame's before, every frame
+    at once) gives what ``closest_euler`` frame after frame gives, to the bit, without going
+    frame by frame itself: a turning path whose angles wind through several whole turns, a
+    tumbling one (a random rotation every frame, no frame near its before) and one through the
+    gimbal lock, where the nearer of the two decompositions changes."""
+    from welman_ik.blender.rig import channels
+    from welman_ik.blender.rig.channels import (
+        closest_euler,
+        closest_in_order,
+        euler_pairs,
+        euler_quaternions,
+        order_axes,
+        quaternion_matrices,
+    )
+
+    rng = np.random.default_rng(7)
+    frames, bones = 300, 6
+    axes = np.tile(order_axes(np.array(["XYZ", "ZXY", "YZX", "XZY", "ZYX", "YXZ"])), (frames, 1))
+    t = np.linspace(0.0, 1.0, frames)[:, None, None]
+    if path == "turning":
+        angles = rng.uniform(-3.0, 3.0, (1, bones, 3)) + t * rng.uniform(-25.0, 25.0, (1, bones, 3))
+    elif path == "tumbling":
+        angles = rng.uniform(-np.pi, np.pi, (frames, bones, 3))
+    else:
+        angles = np.broadcast_to(np.array([0.4, 0.0, -0.3]) + t * np.array([2.0, 0.0, 1.5]), (frames, bones, 3)).copy()
+        angles[..., 1] = np.pi / 2 + 0.3 * np.sin(np.linspace(0.0, 20.0, frames))[:, None]
+    matrices = quaternion_matrices(euler_quaternions(angles.reshape(-1, 3), axes))
+    both = euler_pairs(matrices, axes).reshape(2, frames, bones, 3)
+    previous = rng.uniform(-7.0, 7.0, (bones, 3))
+    expected, near = np.empty((frames, bones, 3)), previous
+    for frame in range(frames):
+        near = expected[frame] = closest_euler(both[:, frame], near)
+    monkeypatch.setattr(channels, "closest_euler", None)  # (its loop is the fallback)
+    assert np.array_equal(closest_in_order(both, previous), expected)
+    assert np.abs(np.diff(expected, axis=0)).max() < (np.pi if path != "tumbling" else np.inf)
+
+
 def test_ends_read_for_every_bone_at_once_are_bone_ends_bit_for_bit(bare_human):
     """``EndsReader`` (every pose bone's head and tail in two ``foreach_get`` calls, the asked
     bones picked out) reads exactly what ``bone_ends`` reads bone by bone, in any order and with

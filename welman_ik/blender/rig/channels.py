@@ -285,6 +285,7 @@ QUATERNION_MATRIX = _quaternion_matrix_form()
 EULER_QUATERNION = _euler_quaternion_form()
 CANDIDATE_SINES = np.array([[[1.0, 1.0, 1.0]], [[-1.0, 1.0, -1.0]]])  # the two decompositions of a matrix
 CANDIDATE_COSINES = np.array([[[1.0]], [[-1.0]]])
+IN_ORDER_PASSES = 3  # ``closest_in_order``'s checks of every frame at once before its loop
 
 
 def euler_quaternions(angles: np.ndarray, axes: np.ndarray) -> np.ndarray:
@@ -344,8 +345,63 @@ def closest_euler(both: np.ndarray, previous: np.ndarray) -> np.ndarray:
     """Of the two decompositions ``both`` (2, n, 3) (``euler_pairs``), each shifted by whole
     turns, the one closest to ``previous`` (n, 3)."""
     both = compatible_eulers(both, previous)
-    distance = np.abs(both - previous).sum(axis=2)
-    return both[(distance[1] < distance[0]).astype(np.intp), np.arange(both.shape[1])]
+    return both[_nearer(both, previous), np.arange(both.shape[1])]
+
+
+def closest_in_order(both: np.ndarray, previous: np.ndarray) -> np.ndarray:
+    """(F, n, 3): frame after frame, of each frame's two decompositions ``both`` (2, F, n, 3),
+    each shifted by whole turns, the one closest to the frame's before (the first frame's: to
+    ``previous`` (n, 3)); what ``closest_euler`` gives in a loop over the frames, to the bit,
+    worked out at once.
+
+    Which of the two a frame takes depends on which its frame before took, and on nothing
+    else of it (the distance is between angles taken modulo whole turns): for each frame,
+    the one nearer the first decomposition of the frame before and the one nearer the second
+    make a map of {0, 1} onto itself (keep, swap, or either to the same one), and the frames'
+    choices follow from the first's by the last such "either" and the swaps since. The
+    chosen angles are then unwound by whole turns from frame to frame, and that guess is
+    checked as ``closest_euler`` of every frame against the guess's frame before: where it is
+    its own answer it is the loop's. Where it is not (the two nearly as near, a difference a
+    rounding decides), ``IN_ORDER_PASSES`` such passes, then the loop."""
+    frames, bones = both.shape[1], both.shape[2]
+    first = _nearer(compatible_eulers(both[:, 0], previous), previous)
+    branch = np.empty((frames, bones), dtype=np.intp)
+    branch[0] = first
+    if frames > 1:
+        later = both[:, 1:]
+        # the choice after each choice of the frame before: (F - 1, n) each
+        after = [_nearer(compatible_eulers(later, both[b, :-1]), both[b, :-1]) for b in (0, 1)]
+        either = after[0] == after[1]
+        swap = (after[0] == 1) & (after[1] == 0)
+        steps = np.arange(1, frames)[:, None]
+        last = np.maximum.accumulate(np.where(either, steps, 0), axis=0)  # the last "either" (0: none)
+        swaps = np.cumsum(swap, axis=0)
+        held = np.take_along_axis(np.concatenate([first[None], after[0]]), last, axis=0)
+        since = swaps - np.where(last > 0, np.take_along_axis(np.concatenate([np.zeros((1, bones), np.intp),
+                                                                              swaps]), last, axis=0), 0)
+        branch[1:] = held ^ (since & 1)
+    chosen = np.where(branch[..., None] == 1, both[1], both[0])
+    turns = np.cumsum(np.round(np.diff(chosen, axis=0, prepend=previous[None]) / (2.0 * math.pi)), axis=0)
+    guess = chosen - turns * (2.0 * math.pi)
+    for _ in range(IN_ORDER_PASSES):
+        before = np.concatenate([previous[None], guess[:-1]])
+        shifted = compatible_eulers(both, before)
+        closest = np.where(_nearer(shifted, before)[..., None] == 1, shifted[1], shifted[0])
+        if np.array_equal(closest, guess):
+            return guess
+        guess = closest
+    out = np.empty(chosen.shape)
+    near = previous
+    for frame in range(frames):
+        near = out[frame] = closest_euler(both[:, frame], near)
+    return out
+
+
+def _nearer(shifted: np.ndarray, before: np.ndarray) -> np.ndarray:
+    """Which of two Euler angles ``shifted`` (2, ..., 3) is nearer ``before`` (..., 3): 0 or 1,
+    as ``closest_euler`` picks."""
+    distance = np.abs(shifted - before).sum(axis=-1)
+    return (distance[1] < distance[0]).astype(np.intp)
 
 
 def matrix_eulers(matrices: np.ndarray, axes: np.ndarray, previous: np.ndarray) -> np.ndarray:

@@ -15,7 +15,7 @@ from .channels import (
     PoseArrays,
     axis_angle_quaternions,
     bone_quaternion,
-    closest_euler,
+    closest_in_order,
     euler_pairs,
     euler_quaternions,
     matrix_eulers,
@@ -100,8 +100,5 @@ def read_eulers_frames(arrays: dict, modes: np.ndarray, rows: np.ndarray, orders
         return out
     quat = rotation_quaternions(arrays, rows[other], modes[other])
     both = euler_pairs(quaternion_matrices(quat.reshape(-1, 4)), np.tile(axes[other], (frames, 1)))
-    both = both.reshape(2, frames, other.size, 3)
-    near = previous[other]
-    for frame in range(frames):  # (each frame's choice is the nearest to the one before)
-        near = out[frame, other] = closest_euler(both[:, frame], near)
+    out[:, other] = closest_in_order(both.reshape(2, frames, other.size, 3), previous[other])
     return out
