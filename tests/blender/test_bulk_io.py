@@ -10,9 +10,9 @@ import pytest
 from conftest import channels
 from mathutils import Euler, Matrix, Quaternion, Vector
 
-from welman_ik.blender.rig.channels import AXES, FEW_ROWS
 from welman_ik.blender.rig.evaluated import anchor_points
 from welman_ik.blender.rig.model import RigModel
+from welman_ik.blender.rig.rotations import AXES, FEW_ROWS
 
 # The right arm's chain in every rotation mode, each starting away from rest: a quaternion
 # of length 1.3 with w < 0, Euler angles past a half turn, an axis-angle about -Y.
@@ -243,8 +243,9 @@ def test_reading_every_bone_at_once_gives_what_mathutils_gives_bone_by_bone(bare
     rotation mode, every Euler order to read in, channels far from rest (unnormalised and
     zero quaternions, angles past a turn, a zero axis, the gimbal lock), with and without
     angles to stay close to: within mathutils' single precision."""
-    from welman_ik.blender.rig.channels import EULER_ORDERS, PoseArrays, order_axes
+    from welman_ik.blender.rig.channels import PoseArrays
     from welman_ik.blender.rig.reading import read_eulers
+    from welman_ik.blender.rig.rotations import EULER_ORDERS, order_axes
 
     rng = np.random.default_rng(seed)
     pose_bones = bare_human.pose.bones
@@ -276,8 +277,8 @@ def test_a_clip_read_at_once_picks_each_frame_as_frame_by_frame_bit_for_bit(path
     frame by frame itself: a turning path whose angles wind through several whole turns, a
     tumbling one (a random rotation every frame, no frame near its before) and one through the
     gimbal lock, where the nearer of the two decompositions changes."""
-    from welman_ik.blender.rig import channels
-    from welman_ik.blender.rig.channels import (
+    from welman_ik.blender.rig import rotations
+    from welman_ik.blender.rig.rotations import (
         closest_euler,
         closest_in_order,
         euler_pairs,
@@ -303,7 +304,7 @@ def test_a_clip_read_at_once_picks_each_frame_as_frame_by_frame_bit_for_bit(path
     expected, near = np.empty((frames, bones, 3)), previous
     for frame in range(frames):
         near = expected[frame] = closest_euler(both[:, frame], near)
-    monkeypatch.setattr(channels, "closest_euler", None)  # (its loop is the fallback)
+    monkeypatch.setattr(rotations, "closest_euler", None)  # (its loop is the fallback)
     assert np.array_equal(closest_in_order(both, previous), expected)
     assert np.abs(np.diff(expected, axis=0)).max() < (np.pi if path != "tumbling" else np.inf)
 

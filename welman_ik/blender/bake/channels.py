@@ -7,7 +7,7 @@ move keeps the values the animation gave it on that frame, and a root its locati
 its slides moved. A quaternion bone takes its hinges' Euler angles as a quaternion, on the
 hemisphere of its animated value (so keys interpolate cleanly); an Euler bone of the
 hinges' own order takes the angles as they are, an Euler bone of another order their
-equivalent angles nearest its animated ones (``channels.euler_values``); an axis-angle bone
+equivalent angles nearest its animated ones (``rotations.euler_values``); an axis-angle bone
 goes through ``channels.rotation_channels`` frame by frame, continuous with its animated value.
 """
 
@@ -19,16 +19,9 @@ from types import SimpleNamespace
 import numpy as np
 from mathutils import Euler, Quaternion
 
-from ..rig.channels import (
-    AXES,
-    EULER_ORDERS,
-    BoneChannels,
-    euler_quaternions,
-    euler_values,
-    order_axes,
-    rotation_channels,
-)
+from ..rig.channels import BoneChannels, rotation_channels
 from ..rig.keyframes import rotation_path
+from ..rig.rotations import AXES, EULER_ORDERS, euler_quaternions, euler_values, order_axes
 
 
 def _animated(mode: str, original: BoneChannels) -> SimpleNamespace:

@@ -278,7 +278,7 @@ def channels(retarget, frames_count: int) -> dict[str, tuple[str, np.ndarray, np
     ancestor's rest rotations, Aᶜ, A their turns); a bone without one turns from its rest.
     Constraints and drivers are not followed: this is the pose the solve starts from and keeps
     near, not its result."""
-    from ..rig.channels import matrix_eulers, order_axes
+    from ..rig.rotations import matrix_eulers, order_axes
 
     target, lines = retarget.target, retarget.lines
     pose_bones = target.pose.bones

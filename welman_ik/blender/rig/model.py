@@ -21,16 +21,11 @@ from ...core import Skeleton
 from ...core.ranges import SphericalRanges
 from ...core.threads import single_threaded
 from . import driven
-from .channels import (
-    AXES,
-    BoneChannels,
-    PoseArrays,
-    bone_order,
-    bone_quaternion,
-)
+from .channels import BoneChannels, PoseArrays, bone_order, bone_quaternion
 from .fingerprint import fingerprint
 from .joints import BoneJoints, Carriers, fixed_channels, inherited_scale, rel_linear_before
 from .joints import as_array as _np
+from .rotations import AXES
 from .writeback import WriteBack
 
 

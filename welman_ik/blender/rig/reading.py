@@ -9,12 +9,10 @@ from __future__ import annotations
 import numpy as np
 from mathutils import Euler
 
-from .channels import (
+from .channels import FEW_READS, PoseArrays, bone_quaternion
+from .rotations import (
     EULER_ORDERS,
-    FEW_READS,
-    PoseArrays,
     axis_angle_quaternions,
-    bone_quaternion,
     closest_in_order,
     euler_pairs,
     euler_quaternions,

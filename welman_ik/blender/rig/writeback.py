@@ -9,16 +9,9 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from .channels import (
-    AXES,
-    EULER_ORDERS,
-    ROTATION_VALUES,
-    BoneChannels,
-    PoseArrays,
-    order_axes,
-    rotation_path,
-)
+from .channels import BoneChannels, PoseArrays, rotation_path
 from .reading import read_eulers, read_eulers_frames
+from .rotations import AXES, EULER_ORDERS, ROTATION_VALUES, order_axes
 
 
 class Originals(Mapping):
