@@ -144,6 +144,8 @@ def closest_in_order(both: np.ndarray, previous: np.ndarray) -> np.ndarray:
     its own answer it is the loop's. Where it is not (the two nearly as near, a difference a
     rounding decides), ``IN_ORDER_PASSES`` such passes, then the loop."""
     frames, bones = both.shape[1], both.shape[2]
+    if not frames:
+        return np.empty(both.shape[1:])
     first = _nearer(compatible_eulers(both[:, 0], previous), previous)
     branch = np.empty((frames, bones), dtype=np.intp)
     branch[0] = first
