@@ -304,8 +304,15 @@ def test_a_clip_read_at_once_picks_each_frame_as_frame_by_frame_bit_for_bit(path
     expected, near = np.empty((frames, bones, 3)), previous
     for frame in range(frames):
         near = expected[frame] = closest_euler(both[:, frame], near)
-    monkeypatch.setattr(rotations, "closest_euler", None)  # (its loop is the fallback)
+    shapes = []  # of each ``closest_euler`` call's decompositions: whole chunks, not one frame (its loop)
+
+    def counted(pairs, before):
+        shapes.append(pairs.shape)
+        return closest_euler(pairs, before)
+
+    monkeypatch.setattr(rotations, "closest_euler", counted)
     assert np.array_equal(closest_in_order(both, previous), expected)
+    assert shapes and all(shape == both.shape for shape in shapes), shapes
     assert np.abs(np.diff(expected, axis=0)).max() < (np.pi if path != "tumbling" else np.inf)
 
 

@@ -122,10 +122,10 @@ def euler_pairs(matrices: np.ndarray, axes: np.ndarray) -> np.ndarray:
 
 
 def closest_euler(both: np.ndarray, previous: np.ndarray) -> np.ndarray:
-    """Of the two decompositions ``both`` (2, n, 3) (``euler_pairs``), each shifted by whole
-    turns, the one closest to ``previous`` (n, 3)."""
+    """Of the two decompositions ``both`` (2, ..., 3) (``euler_pairs``), each shifted by whole
+    turns, the one closest to ``previous`` (..., 3)."""
     both = compatible_eulers(both, previous)
-    return both[_nearer(both, previous), np.arange(both.shape[1])]
+    return np.where(_nearer(both, previous)[..., None] == 1, both[1], both[0])
 
 
 def closest_in_order(both: np.ndarray, previous: np.ndarray) -> np.ndarray:
@@ -166,9 +166,7 @@ def closest_in_order(both: np.ndarray, previous: np.ndarray) -> np.ndarray:
     turns = np.cumsum(np.round(np.diff(chosen, axis=0, prepend=previous[None]) / (2.0 * math.pi)), axis=0)
     guess = chosen - turns * (2.0 * math.pi)
     for _ in range(IN_ORDER_PASSES):
-        before = np.concatenate([previous[None], guess[:-1]])
-        shifted = compatible_eulers(both, before)
-        closest = np.where(_nearer(shifted, before)[..., None] == 1, shifted[1], shifted[0])
+        closest = closest_euler(both, np.concatenate([previous[None], guess[:-1]]))
         if np.array_equal(closest, guess):
             return guess
         guess = closest
